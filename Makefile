@@ -1,0 +1,66 @@
+# Convergo Makefile. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+GO            ?= go
+BIN           := $(CURDIR)/bin
+# Pinned tools, installed into ./bin with `go install`.
+CONTROLLER_GEN_VERSION ?= v0.23.0
+CONTROLLER_GEN         := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+
+# Control-plane assets (built from the Go module proxy by testing/assets, cached across runs).
+ASSETS        := $(GO) run ./testing/assets/cmd/convergo-assets
+TEST_TIMEOUT  ?= 40m
+TEST_FLAGS    ?=
+ARGS          ?=
+EXAMPLES      := memcached welcome
+
+.PHONY: help
+help: ## Show this help.
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
+
+$(CONTROLLER_GEN):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(BIN)/controller-gen $(CONTROLLER_GEN)
+
+.PHONY: tools
+tools: $(CONTROLLER_GEN) ## Install the pinned tools into ./bin.
+
+.PHONY: assets
+assets: ## Build or locate every control-plane binary (kube-apiserver, etcd, controller-manager, scheduler, kwok).
+	$(ASSETS) -components all
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the examples' API types.
+	@for ex in $(EXAMPLES); do \
+	  if [ -d examples/$$ex/api ]; then $(CONTROLLER_GEN) object paths=./examples/$$ex/api/...; fi; \
+	done
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC for the examples.
+	@for ex in $(EXAMPLES); do \
+	  if [ -d examples/$$ex/api ]; then \
+	    $(CONTROLLER_GEN) crd paths=./examples/$$ex/api/... output:crd:artifacts:config=examples/$$ex/config/crd/bases; \
+	    $(CONTROLLER_GEN) rbac:roleName=$$ex-manager-role paths=./examples/$$ex/... output:rbac:artifacts:config=examples/$$ex/config/rbac; \
+	  fi; \
+	done
+
+.PHONY: lint
+lint: ## gofmt and go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: test
+test: $(CONTROLLER_GEN) assets ## Install what is needed and run every test against a real API server.
+	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
+	  $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+
+.PHONY: demo
+demo: assets ## Start a local cluster, run both example operators and show them converge (ARGS=--keep keeps it).
+	$(GO) run ./examples/demo $(ARGS)
+
+.PHONY: bench
+bench: assets ## Benchmarks: Convergo operators against the tutorial way (never part of make test).
+	$(GO) run ./internal/bench/cmd/bench $(ARGS)
