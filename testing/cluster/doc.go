@@ -1,0 +1,39 @@
+// Package cluster runs a complete local Kubernetes control plane as processes on 127.0.0.1:
+// etcd, kube-apiserver, kube-controller-manager (garbage collector, namespace, deployment,
+// replicaset, statefulset, job, endpointslice, serviceaccount and the other default controllers),
+// kube-scheduler, and kwok, which plays the kubelet for fake nodes so that pods are scheduled,
+// become Ready and are finalized on deletion. Deployments reach Available and cascading deletion
+// is real, on a laptop, with no containers.
+//
+// Start generates a fresh PKI in Go (a CA, serving and client certificates, a service-account
+// key), reserves free ports (several test packages may run clusters at once), starts the
+// components in dependency order with a readiness probe for each, creates the fake nodes, and
+// returns once the nodes are Ready and the controllers have created the default ServiceAccount.
+// Stop terminates the components in reverse order.
+//
+// The binaries (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok) and kwok's
+// stage configuration (kwok-stages.yaml) are read from the directory given with WithBinaryDir, or
+// else from $KUBEBUILDER_ASSETS. Build them with
+//
+//	go run github.com/convergo-dev/convergo/testing/assets/cmd/convergo-assets -components all
+//
+// Most tests reach this package through the harness (harness.WithFullCluster); used directly:
+//
+//	func TestMain(m *testing.M) {
+//		c, err := cluster.Start(context.Background(), cluster.WithNodes(3))
+//		if err != nil {
+//			fmt.Fprintln(os.Stderr, err) // names the failing component, with its log tail
+//			os.Exit(1)
+//		}
+//		code := m.Run()
+//		if code != 0 {
+//			fmt.Fprint(os.Stderr, c.LogTails(20))
+//		}
+//		if err := c.Stop(); err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//		}
+//		os.Exit(code)
+//	}
+//
+// c.Config is an admin *rest.Config and c.KubeconfigPath an admin kubeconfig (for kubectl).
+package cluster
