@@ -28,6 +28,8 @@ type Cluster struct {
 	cfg          config
 	bins         binaries
 	removeRunDir bool
+	pki          *pki     // kept for restarting the API server (faults.go)
+	files        pkiFiles // the PKI files the components read
 
 	mu      sync.Mutex
 	procs   []*process // running components, in start order
@@ -86,6 +88,7 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 		c.cleanup()
 		return nil, fmt.Errorf("start cluster: %w", err)
 	}
+	c.pki, c.files = pki, files
 
 	for attempt := 1; ; attempt++ {
 		err := c.startOnce(ctx, pki, files)

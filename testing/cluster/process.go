@@ -24,7 +24,13 @@ type process struct {
 // startProcess launches binary with args in its own process group, with stdout and stderr written
 // to logPath (truncated first), and env added to the inherited environment.
 func startProcess(component Component, binary string, args []string, env []string, logPath string) (*process, error) {
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	return startProcessLog(component, binary, args, env, logPath, os.O_TRUNC)
+}
+
+// startProcessLog is startProcess with the log opened with logFlag added to O_CREATE|O_WRONLY:
+// os.O_TRUNC for a first start, os.O_APPEND for a restart that keeps the earlier output.
+func startProcessLog(component Component, binary string, args []string, env []string, logPath string, logFlag int) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|logFlag, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open log of %s: %w", component, err)
 	}
@@ -74,6 +80,8 @@ func (p *process) stop(grace time.Duration) error {
 	if err := terminate(p.cmd.Process); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("terminate %s: %w", p.component, err)
 	}
+	// A component paused by a fault (PauseEtcd) acts on SIGTERM only once it runs again.
+	_ = resume(p.cmd.Process)
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {
@@ -104,4 +112,20 @@ func exitDescription(err error) string {
 		return "exit status 0"
 	}
 	return err.Error()
+}
+
+// kill sends SIGKILL to the process group and waits for the exit, which is expected (no crash is
+// reported for it). It is the fault "the process died": no shutdown, no flushing.
+func (p *process) kill() error {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	if done, _ := p.exited(); done {
+		return nil
+	}
+	if err := kill(p.cmd.Process); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill %s: %w", p.component, err)
+	}
+	<-p.done
+	return nil
 }

@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -19,3 +20,9 @@ func terminate(p *os.Process) error { return p.Kill() }
 
 // kill kills p.
 func kill(p *os.Process) error { return p.Kill() }
+
+// pause is not supported without POSIX signals.
+func pause(*os.Process) error { return errors.ErrUnsupported }
+
+// resume does nothing without POSIX signals.
+func resume(*os.Process) error { return nil }

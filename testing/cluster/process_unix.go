@@ -29,3 +29,9 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 	}
 	return err
 }
+
+// pause sends SIGSTOP to the process group of p: every thread stops until resume.
+func pause(p *os.Process) error { return signalGroup(p, syscall.SIGSTOP) }
+
+// resume sends SIGCONT to the process group of p; it does nothing to a running process.
+func resume(p *os.Process) error { return signalGroup(p, syscall.SIGCONT) }
