@@ -1,0 +1,227 @@
+package finalizer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// maxAttempts bounds how often a patch whose test operation failed is rebuilt from a fresh read.
+const maxAttempts = 6
+
+// backoff is the delay before the first retry; it doubles on each further retry.
+const backoff = 10 * time.Millisecond
+
+// Cleanup releases what an object holds outside its owned children. It reports done=false while work is
+// still in progress (Finalize then keeps the finalizer and the caller looks again later).
+type Cleanup func(ctx context.Context) (done bool, err error)
+
+// Has reports whether obj lists the finalizer name.
+func Has(obj client.Object, name string) bool { return slices.Contains(obj.GetFinalizers(), name) }
+
+// Ensure adds the finalizer name to obj unless it is already listed, and reports whether it added it.
+//
+// When obj already lists name, Ensure makes no request. Otherwise it sends a JSON patch that only appends
+// name, guarded by a test of the finalizer list it saw (a test for null when the list is absent): another
+// controller's finalizers are never dropped, name is never listed twice, and changes to anything other
+// than the finalizer list never conflict (no resourceVersion is sent). If the list changed in between, the
+// server rejects the test (422); Ensure re-reads obj through c and tries again, a bounded number of times.
+// obj is updated from the server's answer. Ensure refuses to add a finalizer to an object being deleted
+// (the API server forbids it).
+func Ensure(ctx context.Context, c client.Client, obj client.Object, name string) (added bool, err error) {
+	if err := validate(name); err != nil {
+		return false, err
+	}
+	for attempt := 0; ; attempt++ {
+		current := obj.GetFinalizers()
+		if slices.Contains(current, name) {
+			return false, nil
+		}
+		if obj.GetDeletionTimestamp() != nil {
+			return false, fmt.Errorf("add finalizer %q to %s: object is being deleted", name, describe(obj))
+		}
+		var ops []operation
+		if len(current) == 0 {
+			ops = []operation{
+				{Op: "test", Path: "/metadata/finalizers", Value: nil},
+				{Op: "add", Path: "/metadata/finalizers", Value: []string{name}},
+			}
+		} else {
+			ops = []operation{
+				{Op: "test", Path: "/metadata/finalizers", Value: current},
+				{Op: "add", Path: "/metadata/finalizers/-", Value: name},
+			}
+		}
+		err := patch(ctx, c, obj, ops)
+		if err == nil {
+			return true, nil
+		}
+		if !retryable(err) || attempt+1 >= maxAttempts {
+			return false, fmt.Errorf("add finalizer %q to %s: %w", name, describe(obj), err)
+		}
+		if err := reread(ctx, c, obj, attempt); err != nil {
+			return false, fmt.Errorf("add finalizer %q to %s: %w", name, describe(obj), err)
+		}
+	}
+}
+
+// Remove deletes the finalizer name from obj and reports whether it removed it. When obj does not list
+// name, Remove makes no request; when the object no longer exists, it returns false and no error.
+//
+// The JSON patch tests that each position it removes still holds name before removing it, so another
+// controller's finalizers are never touched, and it carries no resourceVersion, so unrelated changes never
+// conflict. If the list moved in between, Remove re-reads obj through c and tries again, a bounded number of
+// times. obj is updated from the server's answer.
+func Remove(ctx context.Context, c client.Client, obj client.Object, name string) (removed bool, err error) {
+	for attempt := 0; ; attempt++ {
+		var ops []operation
+		current := obj.GetFinalizers()
+		for i := len(current) - 1; i >= 0; i-- {
+			if current[i] != name {
+				continue
+			}
+			path := fmt.Sprintf("/metadata/finalizers/%d", i)
+			ops = append(ops, operation{Op: "test", Path: path, Value: name}, operation{Op: "remove", Path: path})
+		}
+		if len(ops) == 0 {
+			return false, nil
+		}
+		err := patch(ctx, c, obj, ops)
+		if err == nil {
+			return true, nil
+		}
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if !retryable(err) || attempt+1 >= maxAttempts {
+			return false, fmt.Errorf("remove finalizer %q from %s: %w", name, describe(obj), err)
+		}
+		if err := reread(ctx, c, obj, attempt); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("remove finalizer %q from %s: %w", name, describe(obj), err)
+		}
+	}
+}
+
+// Finalize runs cleanup and removes the finalizer name only once cleanup reports done. It is meant for an
+// object being deleted and is idempotent: when obj no longer lists name, cleanup already finished and
+// Finalize returns done without running it again. A nil cleanup counts as done.
+//
+// It returns done=true once the finalizer is gone. When cleanup fails or is not done yet, the finalizer
+// stays and Finalize returns done=false (with cleanup's error, if any).
+func Finalize(ctx context.Context, c client.Client, obj client.Object, name string, cleanup Cleanup) (done bool, err error) {
+	if !Has(obj, name) {
+		return true, nil
+	}
+	if cleanup != nil {
+		finished, err := cleanup(ctx)
+		if err != nil {
+			return false, fmt.Errorf("clean up %s before removing finalizer %q: %w", describe(obj), name, err)
+		}
+		if !finished {
+			return false, nil
+		}
+	}
+	if _, err := Remove(ctx, c, obj, name); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// operation is one RFC 6902 JSON patch operation. Value is always encoded, so a test for null is
+// expressible (the API server's JSON patch treats a missing member as equal to null).
+type operation struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+func patch(ctx context.Context, c client.Client, obj client.Object, ops []operation) error {
+	var doc []map[string]any
+	for _, o := range ops {
+		m := map[string]any{"op": o.Op, "path": o.Path}
+		if o.Op != "remove" {
+			m["value"] = o.Value
+		}
+		doc = append(doc, m)
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encode patch: %w", err)
+	}
+	out := newLike(obj)
+	if err := c.Patch(ctx, out, client.RawPatch(types.JSONPatchType, data)); err != nil {
+		return err
+	}
+	copyInto(obj, out)
+	return nil
+}
+
+// retryable reports whether a failed patch may succeed when rebuilt from a fresh read: the API server
+// answers 422 when a test operation fails (and 409 on a rare storage conflict).
+func retryable(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsConflict(err)
+}
+
+func reread(ctx context.Context, c client.Client, obj client.Object, attempt int) error {
+	t := time.NewTimer(backoff << attempt)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	fresh := newLike(obj)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+		return fmt.Errorf("re-read: %w", err)
+	}
+	copyInto(obj, fresh)
+	return nil
+}
+
+// validate rejects names the API server would refuse, before any request: a finalizer is a qualified
+// name, conventionally domain-prefixed ("example.com/cleanup").
+func validate(name string) error {
+	if errs := validation.IsQualifiedName(name); len(errs) > 0 {
+		return fmt.Errorf("invalid finalizer name %q: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// newLike returns an empty object of obj's type carrying only its kind, name and namespace. Responses are
+// decoded into it so that nothing stale from obj survives the decode.
+func newLike(obj client.Object) client.Object {
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	out.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	out.SetName(obj.GetName())
+	out.SetNamespace(obj.GetNamespace())
+	return out
+}
+
+// copyInto replaces *dst with *src (same concrete type), keeping dst's kind when src has none.
+func copyInto(dst, src client.Object) {
+	gvk := dst.GetObjectKind().GroupVersionKind()
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+	if dst.GetObjectKind().GroupVersionKind().Empty() {
+		dst.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+}
+
+func describe(obj client.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		kind = reflect.TypeOf(obj).Elem().Name()
+	}
+	return kind + " " + client.ObjectKeyFromObject(obj).String()
+}

@@ -1,0 +1,379 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Patcher writes an object's status with a JSON merge patch of the status subresource that holds only
+// what changed, guarded by the object's resourceVersion. On a conflict it re-reads the object, re-applies
+// only its own changes onto the fresh copy and tries again, so conditions and fields written by others
+// in the meantime survive.
+//
+// Conditions are expected under status.conditions as a list keyed by type (the metav1.Condition
+// convention); any other status field is compared and patched as JSON.
+type Patcher struct {
+	client     client.Client
+	reader     client.Reader
+	maxRetries int
+	backoff    time.Duration
+	fieldOwner string
+}
+
+// Option configures a Patcher.
+type Option func(*config)
+
+type config struct {
+	reader     client.Reader
+	maxRetries int
+	backoff    time.Duration
+	fieldOwner string
+}
+
+// WithReader sets the reader used to re-read the object after a conflict. Default: the Patcher's client.
+// Pass an uncached reader (such as manager.GetAPIReader()) so that a retry starts from the latest state
+// rather than from a cache that may lag behind the write that caused the conflict.
+func WithReader(r client.Reader) Option { return func(c *config) { c.reader = r } }
+
+// WithMaxRetries sets how many times a conflicting patch is retried on a fresh copy. Default 5.
+func WithMaxRetries(n int) Option { return func(c *config) { c.maxRetries = max(n, 0) } }
+
+// WithBackoff sets the delay before the first retry; it doubles on each further retry. Default 10ms.
+func WithBackoff(d time.Duration) Option { return func(c *config) { c.backoff = max(d, 0) } }
+
+// WithFieldOwner sets the field manager recorded for the patches. Default: none (the server derives one
+// from the client's user agent).
+func WithFieldOwner(name string) Option { return func(c *config) { c.fieldOwner = name } }
+
+// NewPatcher returns a Patcher that writes through c.
+func NewPatcher(c client.Client, opts ...Option) *Patcher {
+	cfg := config{reader: c, maxRetries: 5, backoff: 10 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Patcher{client: c, reader: cfg.reader, maxRetries: cfg.maxRetries, backoff: cfg.backoff, fieldOwner: cfg.fieldOwner}
+}
+
+// Patch writes obj's status if it differs from before, a deep copy of obj taken before the status was
+// changed. It sends nothing and returns false when the status is unchanged. Only the difference is sent:
+// changed fields, removed fields as null, and, when a condition changed, the condition list.
+//
+// The patch carries obj's resourceVersion. If the server answers 409 Conflict, Patch re-reads the object,
+// re-applies only the changes between before and obj (conditions added, changed or removed by type, and
+// other status fields) onto the fresh copy, and retries with the fresh resourceVersion, up to the
+// configured number of retries. Conditions that only others changed are kept as the server has them.
+//
+// On success obj is replaced by the server's answer (or by the fresh copy when the retry found nothing
+// left to write, in which case Patch returns false). Patch reports whether it wrote.
+func (p *Patcher) Patch(ctx context.Context, obj, before client.Object) (bool, error) {
+	cur, err := statusMap(obj)
+	if err != nil {
+		return false, err
+	}
+	old, err := statusMap(before)
+	if err != nil {
+		return false, err
+	}
+	d := computeDelta(old, cur)
+	if d.empty() {
+		return false, nil
+	}
+	rv := obj.GetResourceVersion()
+	target, body := cur, mergeDiff(old, cur)
+	for attempt := 0; ; attempt++ {
+		err := p.send(ctx, obj, rv, body)
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsConflict(err) || attempt >= p.maxRetries {
+			return false, fmt.Errorf("patch status of %s: %w", describe(obj), err)
+		}
+		if err := sleep(ctx, p.backoff<<attempt); err != nil {
+			return false, fmt.Errorf("patch status of %s: %w", describe(obj), err)
+		}
+		fresh := newLike(obj)
+		if err := p.reader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			return false, fmt.Errorf("re-read %s after conflict: %w", describe(obj), err)
+		}
+		freshStatus, err := statusMap(fresh)
+		if err != nil {
+			return false, err
+		}
+		target = d.applyTo(freshStatus)
+		body = mergeDiff(freshStatus, target)
+		if len(body) == 0 {
+			copyInto(obj, fresh)
+			return false, nil
+		}
+		rv = fresh.GetResourceVersion()
+	}
+}
+
+func (p *Patcher) send(ctx context.Context, obj client.Object, rv string, status map[string]any) error {
+	doc := map[string]any{"status": status}
+	if rv != "" {
+		doc["metadata"] = map[string]any{"resourceVersion": rv}
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encode status patch: %w", err)
+	}
+	var opts []client.SubResourcePatchOption
+	if p.fieldOwner != "" {
+		opts = append(opts, client.FieldOwner(p.fieldOwner))
+	}
+	out := newLike(obj)
+	if err := p.client.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, data), opts...); err != nil {
+		return err
+	}
+	copyInto(obj, out)
+	return nil
+}
+
+// delta is what one writer changed in a status: conditions by type and the other fields as a JSON merge
+// patch.
+type delta struct {
+	// setConds are the conditions added or changed, in the order they appear after the change.
+	setConds []map[string]any
+	// removedConds are the types of conditions removed.
+	removedConds []string
+	// fields is a JSON merge patch of the status without its conditions.
+	fields map[string]any
+}
+
+func (d delta) empty() bool {
+	return len(d.setConds) == 0 && len(d.removedConds) == 0 && len(d.fields) == 0
+}
+
+// computeDelta returns what changed from old to cur. A status.conditions list whose entries all have a
+// string type is compared by type; otherwise it is treated like any other field.
+func computeDelta(old, cur map[string]any) delta {
+	oldConds, okOld := conditionList(old)
+	curConds, okCur := conditionList(cur)
+	if !okOld || !okCur {
+		return delta{fields: mergeDiff(old, cur)}
+	}
+	var d delta
+	for _, c := range curConds {
+		prev := findCondition(oldConds, condType(c))
+		if prev == nil || !reflect.DeepEqual(prev, c) {
+			d.setConds = append(d.setConds, c)
+		}
+	}
+	for _, c := range oldConds {
+		if findCondition(curConds, condType(c)) == nil {
+			d.removedConds = append(d.removedConds, condType(c))
+		}
+	}
+	d.fields = mergeDiff(withoutConditions(old), withoutConditions(cur))
+	return d
+}
+
+// applyTo returns a copy of status with the delta applied: removed conditions dropped, changed ones
+// replaced in place, new ones appended, and the field patch merged.
+func (d delta) applyTo(status map[string]any) map[string]any {
+	out := applyMergePatch(runtime.DeepCopyJSON(status), d.fields)
+	if len(d.setConds) == 0 && len(d.removedConds) == 0 {
+		return out
+	}
+	conds, ok := conditionList(out)
+	if !ok {
+		conds = nil // not a typed list on the server: ours replaces it
+	}
+	var merged []any
+	for _, c := range conds {
+		t := condType(c)
+		if slices.Contains(d.removedConds, t) {
+			continue
+		}
+		if ours := findCondition(d.setConds, t); ours != nil {
+			merged = append(merged, runtime.DeepCopyJSONValue(ours))
+			continue
+		}
+		merged = append(merged, c)
+	}
+	for _, c := range d.setConds {
+		if findCondition(conds, condType(c)) == nil {
+			merged = append(merged, runtime.DeepCopyJSONValue(c))
+		}
+	}
+	if len(merged) == 0 {
+		delete(out, "conditions")
+	} else {
+		out["conditions"] = merged
+	}
+	return out
+}
+
+// conditionList returns status.conditions as maps when every entry is a map with a string type; an
+// absent list is an empty one.
+func conditionList(status map[string]any) ([]map[string]any, bool) {
+	raw, found := status["conditions"]
+	if !found || raw == nil {
+		return nil, true
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if _, ok := m["type"].(string); !ok {
+			return nil, false
+		}
+		out = append(out, m)
+	}
+	return out, true
+}
+
+func condType(c map[string]any) string {
+	t, _ := c["type"].(string)
+	return t
+}
+
+func findCondition(conds []map[string]any, t string) map[string]any {
+	for _, c := range conds {
+		if condType(c) == t {
+			return c
+		}
+	}
+	return nil
+}
+
+func withoutConditions(status map[string]any) map[string]any {
+	out := make(map[string]any, len(status))
+	for k, v := range status {
+		if k != "conditions" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// mergeDiff returns the JSON merge patch (RFC 7386) that turns a into b: changed or added keys with b's
+// value (objects recursively), removed keys as null. Lists are replaced whole.
+func mergeDiff(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, bv := range b {
+		av, found := a[k]
+		if !found {
+			out[k] = bv
+			continue
+		}
+		am, aIsMap := av.(map[string]any)
+		bm, bIsMap := bv.(map[string]any)
+		if aIsMap && bIsMap {
+			if sub := mergeDiff(am, bm); len(sub) > 0 {
+				out[k] = sub
+			}
+			continue
+		}
+		if !reflect.DeepEqual(av, bv) {
+			out[k] = bv
+		}
+	}
+	for k := range a {
+		if _, found := b[k]; !found {
+			out[k] = nil
+		}
+	}
+	return out
+}
+
+// applyMergePatch applies a JSON merge patch to doc in place and returns it.
+func applyMergePatch(doc, patch map[string]any) map[string]any {
+	if doc == nil {
+		doc = map[string]any{}
+	}
+	for k, pv := range patch {
+		if pv == nil {
+			delete(doc, k)
+			continue
+		}
+		pm, pIsMap := pv.(map[string]any)
+		if !pIsMap {
+			doc[k] = runtime.DeepCopyJSONValue(pv)
+			continue
+		}
+		dm, _ := doc[k].(map[string]any)
+		doc[k] = applyMergePatch(dm, pm)
+	}
+	return doc
+}
+
+// statusMap returns obj's status as JSON-compatible maps (empty when absent).
+func statusMap(obj client.Object) (map[string]any, error) {
+	var content map[string]any
+	if u, ok := obj.(runtime.Unstructured); ok {
+		content = u.UnstructuredContent()
+	} else {
+		var err error
+		content, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, fmt.Errorf("convert %s: %w", describe(obj), err)
+		}
+	}
+	st, found, err := unstructured.NestedMap(content, "status")
+	if err != nil {
+		return nil, fmt.Errorf("read status of %s: %w", describe(obj), err)
+	}
+	if !found || st == nil {
+		return map[string]any{}, nil
+	}
+	return st, nil
+}
+
+// newLike returns an empty object of obj's type carrying only its kind, name and namespace. Responses are
+// decoded into it so that nothing stale from obj survives the decode.
+func newLike(obj client.Object) client.Object {
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	out.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	out.SetName(obj.GetName())
+	out.SetNamespace(obj.GetNamespace())
+	return out
+}
+
+// copyInto replaces *dst with *src (same concrete type), keeping dst's kind when src has none.
+func copyInto(dst, src client.Object) {
+	gvk := dst.GetObjectKind().GroupVersionKind()
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+	if dst.GetObjectKind().GroupVersionKind().Empty() {
+		dst.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+}
+
+func describe(obj client.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		kind = reflect.TypeOf(obj).Elem().Name()
+	}
+	return kind + " " + client.ObjectKeyFromObject(obj).String()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
