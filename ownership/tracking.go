@@ -1,0 +1,133 @@
+package ownership
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Tracking labels and annotations. Every child Convergo applies carries them, whether or not it
+// also has an owner reference: pruning finds children by LabelOwnerUID, and EnqueueTrackedOwner
+// maps events of children that cannot have an owner reference back to their owner.
+const (
+	// LabelOwnerUID holds the owner's UID. It selects an owner's children.
+	LabelOwnerUID = "convergo.dev/owner-uid"
+	// LabelOwnerKind holds the owner's kind.
+	LabelOwnerKind = "convergo.dev/owner-kind"
+	// LabelOwnerGroup holds the owner's API group; absent for the core group.
+	LabelOwnerGroup = "convergo.dev/owner-group"
+	// AnnotationOwnerName holds the owner's name.
+	AnnotationOwnerName = "convergo.dev/owner-name"
+	// AnnotationOwnerNamespace holds the owner's namespace; absent for cluster-scoped owners.
+	AnnotationOwnerNamespace = "convergo.dev/owner-namespace"
+)
+
+// TrackingLabels returns the labels that select owner's tracked children, for use with
+// client.MatchingLabels. It is a subset of what Track sets.
+func TrackingLabels(owner client.Object) map[string]string {
+	return map[string]string{LabelOwnerUID: string(owner.GetUID())}
+}
+
+// Track marks child as belonging to owner with tracking labels (owner UID, kind, group) and
+// annotations (owner name and namespace). Unlike SetController it works across namespaces and for
+// cluster-scoped children of namespaced owners; the garbage collector does not see these marks, so
+// the owner needs a finalizer that deletes tracked children (reconcile.Graph.Delete does).
+// Track does not touch owner references and never fails on a child that another owner tracks:
+// check IsTrackedBy first when that matters.
+func Track(owner, child client.Object, scheme *runtime.Scheme) error {
+	ref, err := ReferenceTo(owner, scheme)
+	if err != nil {
+		return fmt.Errorf("track %s: owner: %w", child.GetName(), err)
+	}
+	if ref.UID == "" {
+		return fmt.Errorf("track %s: owner %s has no UID: read it from the API server first", child.GetName(), ref)
+	}
+	labels := map[string]string{LabelOwnerUID: string(ref.UID), LabelOwnerKind: ref.Kind}
+	if ref.Group != "" {
+		labels[LabelOwnerGroup] = ref.Group
+	}
+	for k, v := range labels {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("track %s: label %s=%q: %s", child.GetName(), k, v, strings.Join(errs, "; "))
+		}
+	}
+	child.SetLabels(merge(child.GetLabels(), labels))
+	annotations := map[string]string{AnnotationOwnerName: ref.Name}
+	if ref.Namespace != "" {
+		annotations[AnnotationOwnerNamespace] = ref.Namespace
+	}
+	merged := merge(child.GetAnnotations(), annotations)
+	if ref.Namespace == "" {
+		delete(merged, AnnotationOwnerNamespace)
+	}
+	child.SetAnnotations(merged)
+	return nil
+}
+
+// IsTrackedBy reports whether child carries owner's UID in its tracking label.
+func IsTrackedBy(child, owner client.Object) bool {
+	uid := child.GetLabels()[LabelOwnerUID]
+	return uid != "" && types.UID(uid) == owner.GetUID()
+}
+
+// TrackedOwner returns the owner recorded in child's tracking labels and annotations, and false
+// when child is not tracked.
+func TrackedOwner(child client.Object) (Reference, bool) {
+	labels := child.GetLabels()
+	annotations := child.GetAnnotations()
+	uid, kind, name := labels[LabelOwnerUID], labels[LabelOwnerKind], annotations[AnnotationOwnerName]
+	if uid == "" || kind == "" || name == "" {
+		return Reference{}, false
+	}
+	return Reference{
+		Group:     labels[LabelOwnerGroup],
+		Kind:      kind,
+		Namespace: annotations[AnnotationOwnerNamespace],
+		Name:      name,
+		UID:       types.UID(uid),
+	}, true
+}
+
+// EnqueueTrackedOwner returns an event handler that maps a tracked child (see Track) to a reconcile
+// request for its owner, when the owner is of ownerType's kind. Use it to watch children that
+// cannot carry an owner reference (cluster-scoped children of namespaced owners, children in other
+// namespaces), e.g. builder.Watches(&rbacv1.ClusterRole{}, ownership.EnqueueTrackedOwner(&v1.App{}, scheme)).
+// It also works for children that do have an owner reference, since Convergo tracks every child.
+func EnqueueTrackedOwner(ownerType client.Object, scheme *runtime.Scheme) handler.EventHandler {
+	gvk, gvkErr := gvkOf(ownerType, scheme)
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, child client.Object) []ctrlreconcile.Request {
+		if gvkErr != nil {
+			logf.FromContext(ctx).Error(gvkErr, "cannot map tracked child to its owner", "child", client.ObjectKeyFromObject(child))
+			return nil
+		}
+		return requestsFor(gvk.GroupKind(), child)
+	})
+}
+
+func requestsFor(owner schema.GroupKind, child client.Object) []ctrlreconcile.Request {
+	ref, ok := TrackedOwner(child)
+	if !ok || ref.Group != owner.Group || ref.Kind != owner.Kind {
+		return nil
+	}
+	return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
+}
+
+func merge(into, from map[string]string) map[string]string {
+	out := make(map[string]string, len(into)+len(from))
+	for k, v := range into {
+		out[k] = v
+	}
+	for k, v := range from {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,460 @@
+package reconcile_test
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/testing/harness"
+)
+
+// The integration tests run against a real kube-apiserver and etcd (plain harness mode: no
+// controller-manager, so no garbage collection and no Deployment controller).
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// Fuzzing (the coordinator and each worker process run TestMain) exercises pure logic only:
+	// no control plane for it.
+	if flag.Lookup("test.fuzz").Value.String() != "" || flag.Lookup("test.fuzzworker").Value.String() == "true" {
+		os.Exit(m.Run())
+	}
+	harness.Main(m)
+}
+
+const waitTimeout = 90 * time.Second
+
+// fixture is a test namespace, an owner in it, and an Applier on a manager's cached client whose
+// requests are counted.
+type fixture struct {
+	env     *harness.Env
+	ns      string
+	mgr     manager.Manager
+	counter *harness.RequestCounter
+	owner   *corev1.ConfigMap
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	env := harness.Default()
+	f := &fixture{env: env, ns: env.Namespace(t), counter: harness.NewRequestCounter()}
+	f.mgr = env.StartManager(t, nil, harness.WithManagerConfig(f.counter.Wrap(env.Config)))
+	f.owner = f.newOwner(t, "owner")
+	return f
+}
+
+// newOwner creates a ConfigMap that serves as the owner of children (any object with a UID works).
+func (f *fixture) newOwner(t *testing.T, name string) *corev1.ConfigMap {
+	t.Helper()
+	o := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}
+	if err := f.env.Client.Create(t.Context(), o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func (f *fixture) applier(opts ...reconcile.Option) *reconcile.Applier {
+	return reconcile.NewApplier(f.mgr.GetClient(), f.mgr.GetScheme(), opts...)
+}
+
+// waitCached waits until the manager's cache holds obj's key with at least the given
+// resourceVersion's content (any object with a different resourceVersion than stale).
+func (f *fixture) waitCached(t *testing.T, obj client.Object) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	cached := obj.DeepCopyObject().(client.Object)
+	harness.Eventually(t, waitTimeout, func() (bool, string) {
+		if err := f.mgr.GetClient().Get(t.Context(), key, cached); err != nil {
+			return false, err.Error()
+		}
+		return cached.GetResourceVersion() == obj.GetResourceVersion(),
+			fmt.Sprintf("cache at resourceVersion %s, want %s", cached.GetResourceVersion(), obj.GetResourceVersion())
+	})
+}
+
+// mustApply applies and checks the operation; it returns the live object and waits until the
+// cache has caught up with it.
+func (f *fixture) mustApply(t *testing.T, a *reconcile.Applier, desired client.Object, want reconcile.Operation) client.Object {
+	t.Helper()
+	live, op, err := a.ApplyAndGet(t.Context(), f.owner, desired)
+	if err != nil {
+		t.Fatalf("apply %s: %v", desired.GetName(), err)
+	}
+	if op != want {
+		t.Fatalf("apply %s: %s, want %s", desired.GetName(), op, want)
+	}
+	if live != nil {
+		f.waitCached(t, live)
+	}
+	return live
+}
+
+// deployment returns a Deployment that sets none of the fields the API server defaults.
+func deployment(name string, mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name:  "web",
+					Image: "nginx:1.27",
+					Env:   []corev1.EnvVar{{Name: "KEEP", Value: "1"}},
+				}}},
+			},
+		},
+	}
+	for _, m := range mutate {
+		m(d)
+	}
+	return d
+}
+
+func (f *fixture) getLive(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := f.env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: obj.GetName()}, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// richDeployment sets many kinds of fields the server normalises or defaults around: probes with
+// named and numeric ports, quantities in non-canonical form, an emptyDir, security context, env
+// from a ConfigMap, a rolling update strategy with maxUnavailable 0.
+func richDeployment(name string) *appsv1.Deployment {
+	return deployment(name, func(d *appsv1.Deployment) {
+		d.Spec.Replicas = ptr.To[int32](2)
+		d.Spec.Strategy = appsv1.DeploymentStrategy{
+			Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+				MaxSurge:       ptr.To(intstr.FromString("50%")),
+			},
+		}
+		pod := &d.Spec.Template.Spec
+		pod.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+		pod.Volumes = []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		c := &pod.Containers[0]
+		c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}}
+		c.Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.25"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m"), corev1.ResourceMemory: resource.MustParse("0.5Gi")},
+		}
+		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}, PeriodSeconds: 5}
+		c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}
+		c.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
+		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "config"}}}}
+	})
+}
+
+func TestIntegrationApplyNoSpuriousWrites(t *testing.T) {
+	cases := map[string]func(ns string) client.Object{
+		"deployment without defaulted fields": func(string) client.Object { return deployment("web") },
+		"deployment with many field kinds":    func(string) client.Object { return richDeployment("rich") },
+		"service": func(string) client.Object {
+			return &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "svc", Labels: map[string]string{"app": "web"}},
+				Spec: corev1.ServiceSpec{
+					Selector: map[string]string{"app": "web"},
+					Ports: []corev1.ServicePort{
+						{Name: "http", Port: 80, TargetPort: intstr.FromString("http")},
+						{Name: "metrics", Port: 9090},
+					},
+				},
+			}
+		},
+		"secret with stringData": func(string) client.Object {
+			return &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: "secret"},
+				StringData: map[string]string{"password": "s3cret"},
+				Data:       map[string][]byte{"raw": {0, 1, 2}},
+			}
+		},
+		"service account": func(string) client.Object {
+			return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa"}, AutomountServiceAccountToken: ptr.To(false)}
+		},
+		"cluster-scoped child": func(ns string) client.Object {
+			return &rbacv1.ClusterRole{
+				ObjectMeta: metav1.ObjectMeta{Name: ns + "-role"},
+				Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}},
+			}
+		},
+	}
+	for name, desired := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			a := f.applier()
+			f.mustApply(t, a, desired(f.ns), reconcile.OperationCreated)
+
+			f.counter.Reset()
+			for i := range 5 {
+				op, err := a.Apply(t.Context(), f.owner, desired(f.ns))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if op != reconcile.OperationUnchanged {
+					t.Fatalf("apply %d: %s, want Unchanged", i, op)
+				}
+			}
+			reqs := f.counter.Snapshot()
+			if reqs.Writes() != 0 || reqs.Count("get", "") != 0 {
+				t.Errorf("repeated applies of a converged child made requests:\n%s", reqs)
+			}
+		})
+	}
+}
+
+func TestIntegrationApplyIgnoresServerDefaults(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(t, f.applier(), deployment("web"), reconcile.OperationCreated)
+	// The server defaulted plenty, none of which we sent.
+	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	f.getLive(t, live)
+	if live.Spec.Replicas == nil || live.Spec.Template.Spec.Containers[0].ImagePullPolicy == "" || live.Spec.RevisionHistoryLimit == nil {
+		t.Fatalf("expected server defaults in the live object: %+v", live.Spec)
+	}
+	if op, err := f.applier().Apply(t.Context(), f.owner, deployment("web")); err != nil || op != reconcile.OperationUnchanged {
+		t.Fatalf("apply over server defaults: %s, %v; want Unchanged", op, err)
+	}
+}
+
+func TestIntegrationApplyRemovesDroppedFields(t *testing.T) {
+	f := newFixture(t)
+	a := f.applier()
+	f.mustApply(t, a, deployment("web", func(d *appsv1.Deployment) {
+		d.Annotations = map[string]string{"example.com/drop": "x", "example.com/keep": "y"}
+		d.Labels = map[string]string{"drop": "x"}
+		d.Spec.Template.Spec.Containers[0].Env = append(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "DROP", Value: "x"})
+	}), reconcile.OperationCreated)
+
+	f.counter.Reset()
+	f.mustApply(t, a, deployment("web", func(d *appsv1.Deployment) {
+		d.Annotations = map[string]string{"example.com/keep": "y"}
+	}), reconcile.OperationUpdated)
+	if n := f.counter.Snapshot().Writes(); n != 1 {
+		t.Errorf("%d writes to remove fields, want 1:\n%s", n, f.counter.Snapshot())
+	}
+
+	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	f.getLive(t, live)
+	if _, ok := live.Annotations["example.com/drop"]; ok {
+		t.Errorf("dropped annotation still there: %v", live.Annotations)
+	}
+	if live.Annotations["example.com/keep"] != "y" {
+		t.Errorf("kept annotation missing: %v", live.Annotations)
+	}
+	if _, ok := live.Labels["drop"]; ok {
+		t.Errorf("dropped label still there: %v", live.Labels)
+	}
+	if env := live.Spec.Template.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != "KEEP" {
+		t.Errorf("env = %v, want only KEEP", env)
+	}
+	if live.Labels[ownership.LabelOwnerUID] != string(f.owner.UID) {
+		t.Errorf("tracking label lost: %v", live.Labels)
+	}
+}
+
+func TestIntegrationApplyChangeAndQuantities(t *testing.T) {
+	f := newFixture(t)
+	a := f.applier()
+	withResources := func(cpu, memory string) func(*appsv1.Deployment) {
+		return func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)},
+			}
+		}
+	}
+	f.mustApply(t, a, deployment("web", withResources("1000m", "1024Mi")), reconcile.OperationCreated)
+
+	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	f.getLive(t, live)
+	if got := live.Spec.Template.Spec.Containers[0].Resources.Limits.Cpu().String(); got != "1" {
+		t.Logf("server kept cpu as %q", got) // canonicalised to "1" by current servers
+	}
+
+	f.counter.Reset()
+	for range 3 {
+		if op, err := a.Apply(t.Context(), f.owner, deployment("web", withResources("1000m", "1024Mi"))); err != nil || op != reconcile.OperationUnchanged {
+			t.Fatalf("re-apply of canonicalised quantities: %s, %v; want Unchanged", op, err)
+		}
+	}
+	if n := f.counter.Snapshot().Writes(); n != 0 {
+		t.Errorf("%d writes for quantities the server canonicalised, want 0", n)
+	}
+
+	f.mustApply(t, a, deployment("web", withResources("1000m", "1024Mi"), func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+	}), reconcile.OperationUpdated)
+	reqs := f.counter.Snapshot()
+	if reqs.Writes() != 1 || reqs.Count("patch", "deployments") != 1 {
+		t.Errorf("a changed image took other than exactly one patch:\n%s", reqs)
+	}
+	f.getLive(t, live)
+	if img := live.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.28" {
+		t.Errorf("image = %s, want nginx:1.28", img)
+	}
+}
+
+// managedFieldsOf returns the FieldsV1 JSON our field manager owns through Apply.
+func managedFieldsOf(t *testing.T, obj client.Object, manager string) string {
+	t.Helper()
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.FieldsV1 != nil {
+			return string(e.FieldsV1.Raw)
+		}
+	}
+	t.Fatalf("no Apply entry for manager %q in %v", manager, obj.GetManagedFields())
+	return ""
+}
+
+func TestIntegrationApplyOwnsOnlyWhatItSets(t *testing.T) {
+	f := newFixture(t)
+	a := f.applier(reconcile.WithFieldManager("convergo-test"))
+	f.mustApply(t, a, deployment("web"), reconcile.OperationCreated)
+	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	f.getLive(t, live)
+	fields := managedFieldsOf(t, live, "convergo-test")
+	t.Logf("fields owned by our manager: %s", fields)
+
+	var tree map[string]any
+	if err := json.Unmarshal([]byte(fields), &tree); err != nil {
+		t.Fatal(err)
+	}
+	for _, unwanted := range []string{`"f:creationTimestamp"`, `"f:status"`, `"f:resources"`, `"f:replicas"`, `"f:strategy"`,
+		`"f:imagePullPolicy"`, `"f:terminationMessagePath"`, `"f:revisionHistoryLimit"`} {
+		if strings.Contains(fields, unwanted) {
+			t.Errorf("our field manager owns %s, which we never set:\n%s", unwanted, fields)
+		}
+	}
+	for _, wanted := range []string{`"f:selector"`, `"f:image"`, `"f:ownerReferences"`, `"f:convergo.dev/intent-hash"`, `"f:convergo.dev/owner-uid"`} {
+		if !strings.Contains(fields, wanted) {
+			t.Errorf("our field manager does not own %s:\n%s", wanted, fields)
+		}
+	}
+}
+
+func TestIntegrationApplyNeverSteals(t *testing.T) {
+	f := newFixture(t)
+	other := f.newOwner(t, "other")
+
+	// A Deployment controlled by another owner.
+	if _, err := f.applier().Apply(t.Context(), other, deployment("taken")); err != nil {
+		t.Fatal(err)
+	}
+	taken := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "taken"}}
+	f.getLive(t, taken)
+	f.waitCached(t, taken)
+	f.counter.Reset()
+	_, err := f.applier(reconcile.WithAdoptOrphans()).Apply(t.Context(), f.owner, deployment("taken"))
+	var owned *ownership.AlreadyOwnedError
+	if !errors.As(err, &owned) {
+		t.Fatalf("apply over another owner's child: %v, want *ownership.AlreadyOwnedError", err)
+	}
+	for _, want := range []string{"ConfigMap " + f.ns + "/other", string(other.UID), "ConfigMap " + f.ns + "/owner", string(f.owner.UID), "Deployment " + f.ns + "/taken"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if n := f.counter.Snapshot().Writes(); n != 0 {
+		t.Errorf("%d writes despite the refusal", n)
+	}
+
+	// An orphan: created by someone else, no controller.
+	orphan := deployment("orphan")
+	orphan.Namespace = f.ns
+	if err := f.env.Client.Create(t.Context(), orphan); err != nil {
+		t.Fatal(err)
+	}
+	f.waitCached(t, orphan)
+	_, err = f.applier().Apply(t.Context(), f.owner, deployment("orphan"))
+	var orphanErr *reconcile.OrphanError
+	if !errors.As(err, &orphanErr) || !strings.Contains(err.Error(), "WithAdoptOrphans") {
+		t.Fatalf("apply over an orphan: %v, want *reconcile.OrphanError naming the option", err)
+	}
+	f.mustApply(t, f.applier(reconcile.WithAdoptOrphans()), deployment("orphan"), reconcile.OperationUpdated)
+	f.getLive(t, orphan)
+	if !ownership.IsControlledBy(orphan, f.owner) {
+		t.Errorf("adopted orphan not controlled by the owner: %v", orphan.OwnerReferences)
+	}
+}
+
+func TestIntegrationApplyImmutableSelector(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(t, f.applier(), deployment("web"), reconcile.OperationCreated)
+	before := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	f.getLive(t, before)
+
+	relabel := func(d *appsv1.Deployment) {
+		d.Spec.Selector.MatchLabels = map[string]string{"app": "web", "v": "2"}
+		d.Spec.Template.Labels = map[string]string{"app": "web", "v": "2"}
+	}
+	_, err := f.applier().Apply(t.Context(), f.owner, deployment("web", relabel))
+	var immutable *reconcile.ImmutableFieldError
+	if !errors.As(err, &immutable) {
+		t.Fatalf("selector change: %v, want *reconcile.ImmutableFieldError", err)
+	}
+	if !strings.Contains(err.Error(), "spec.selector") || !strings.Contains(err.Error(), "WithRecreateOnImmutable") {
+		t.Errorf("error %q does not name the field and the option", err)
+	}
+
+	live := f.mustApply(t, f.applier(reconcile.WithRecreateOnImmutable()), deployment("web", relabel), reconcile.OperationRecreated)
+	if live == nil {
+		t.Fatal("recreated Deployment not returned (the old one was deleted synchronously)")
+	}
+	after := live.(*appsv1.Deployment)
+	if after.UID == before.UID {
+		t.Errorf("UID unchanged after recreate")
+	}
+	if after.Spec.Selector.MatchLabels["v"] != "2" {
+		t.Errorf("selector = %v, want the new one", after.Spec.Selector.MatchLabels)
+	}
+	if op, err := f.applier(reconcile.WithRecreateOnImmutable()).Apply(t.Context(), f.owner, deployment("web", relabel)); err != nil || op != reconcile.OperationUnchanged {
+		t.Errorf("apply after recreate: %s, %v; want Unchanged", op, err)
+	}
+}
+
+// TestIntegrationApplyFunc checks the controllerutil-style variant.
+func TestIntegrationApplyFunc(t *testing.T) {
+	f := newFixture(t)
+	a := f.applier()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}}
+	mutate := func() error {
+		d.Spec = deployment("web").Spec
+		return nil
+	}
+	op, err := a.ApplyFunc(t.Context(), f.owner, d, mutate)
+	if err != nil || op != reconcile.OperationCreated {
+		t.Fatalf("ApplyFunc: %s, %v; want Created", op, err)
+	}
+	if d.UID == "" || d.Spec.Replicas == nil {
+		t.Errorf("ApplyFunc did not leave the live object in obj: uid %q replicas %v", d.UID, d.Spec.Replicas)
+	}
+	f.waitCached(t, d)
+	f.counter.Reset()
+	for range 3 {
+		if op, err := a.ApplyFunc(t.Context(), f.owner, d, mutate); err != nil || op != reconcile.OperationUnchanged {
+			t.Fatalf("ApplyFunc again: %s, %v; want Unchanged", op, err)
+		}
+	}
+	if n := f.counter.Snapshot().Writes(); n != 0 {
+		t.Errorf("%d writes for an unchanged ApplyFunc, want 0", n)
+	}
+}

@@ -1,0 +1,452 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/convergo-dev/convergo/ownership"
+)
+
+// These tests use the fake client for the Applier's own logic (ownership decisions, the intent
+// hash, graph walking). What depends on the API server (defaulting, SSA field ownership,
+// immutable fields, deletion) is tested in the integration tests.
+
+func testMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Service"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	m.Add(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, meta.RESTScopeRoot)
+	return m
+}
+
+// writeCounter counts the fake client's writes.
+type writeCounter struct{ n int }
+
+func (w *writeCounter) funcs() interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			w.n++
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			w.n++
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			w.n++
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			w.n++
+			return c.Apply(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			w.n++
+			return c.Delete(ctx, obj, opts...)
+		},
+	}
+}
+
+func newFake(t testing.TB, w *writeCounter, objs ...client.Object) client.WithWatch {
+	t.Helper()
+	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(testMapper()).WithObjects(objs...)
+	if w != nil {
+		b = b.WithInterceptorFuncs(w.funcs())
+	}
+	return b.Build()
+}
+
+func owner(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}}
+}
+
+func desiredCM(data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child"}, Data: data}
+}
+
+func TestApplyCreatedThenUnchanged(t *testing.T) {
+	w := &writeCounter{}
+	c := newFake(t, w)
+	a := NewApplier(c, nil)
+	app := owner("app")
+	desired := desiredCM(map[string]string{"k": "v"})
+	before := desired.DeepCopy()
+
+	live, op, err := a.ApplyAndGet(t.Context(), app, desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op != OperationCreated {
+		t.Fatalf("first apply: %s, want Created", op)
+	}
+	if diff := cmp.Diff(before, desired); diff != "" {
+		t.Errorf("Apply modified desired (-before +after):\n%s", diff)
+	}
+	got := live.(*corev1.ConfigMap)
+	if got.Namespace != "ns" {
+		t.Errorf("namespace = %q, want the owner's", got.Namespace)
+	}
+	if !ownership.IsControlledBy(got, app) || !ownership.IsTrackedBy(got, app) {
+		t.Errorf("child not controlled and tracked by owner: refs %v labels %v", got.OwnerReferences, got.Labels)
+	}
+	if got.Annotations[AnnotationIntentHash] == "" {
+		t.Errorf("no intent hash annotation: %v", got.Annotations)
+	}
+	w.n = 0
+	for i := range 3 {
+		op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"}))
+		if err != nil || op != OperationUnchanged {
+			t.Fatalf("apply %d: %s, %v; want Unchanged", i, op, err)
+		}
+	}
+	if w.n != 0 {
+		t.Errorf("%d writes for an unchanged child, want 0", w.n)
+	}
+	op, err = a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v2"}))
+	if err != nil || op != OperationUpdated {
+		t.Fatalf("changed apply: %s, %v; want Updated", op, err)
+	}
+	if w.n != 1 {
+		t.Errorf("%d writes for one change, want 1", w.n)
+	}
+}
+
+func TestApplyDetectsLiveDrift(t *testing.T) {
+	c := newFake(t, nil)
+	a := NewApplier(c, nil)
+	app := owner("app")
+	if _, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"})); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else changes a field we own; the hash still matches, the subset check does not.
+	live := &corev1.ConfigMap{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "child"}, live); err != nil {
+		t.Fatal(err)
+	}
+	live.Data["k"] = "tampered"
+	live.Data["other"] = "added by someone else"
+	if err := c.Update(t.Context(), live); err != nil {
+		t.Fatal(err)
+	}
+	op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"}))
+	if err != nil || op != OperationUpdated {
+		t.Fatalf("apply after drift: %s, %v; want Updated", op, err)
+	}
+}
+
+func TestApplyOwnership(t *testing.T) {
+	other := owner("other")
+	app := owner("app")
+	controlledByOther := desiredCM(nil)
+	controlledByOther.Namespace = "ns"
+	if err := ownership.SetController(other, controlledByOther, testScheme(t)); err != nil {
+		t.Fatal(err)
+	}
+	trackedByOther := desiredCM(nil)
+	trackedByOther.Namespace = "ns"
+	if err := ownership.Track(other, trackedByOther, testScheme(t)); err != nil {
+		t.Fatal(err)
+	}
+	orphan := desiredCM(nil)
+	orphan.Namespace = "ns"
+	orphan.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "not-a-controller"}}
+
+	cases := map[string]struct {
+		live    client.Object
+		opts    []Option
+		wantErr func(error) bool
+		want    string
+	}{
+		"controlled by another owner": {
+			live: controlledByOther,
+			wantErr: func(err error) bool {
+				var e *ownership.AlreadyOwnedError
+				return errors.As(err, &e) && e.Current.UID == other.UID && e.Owner.UID == app.UID
+			},
+			want: "already controlled by ConfigMap ns/other (uid uid-other), not by ConfigMap ns/app (uid uid-app)",
+		},
+		"tracked by another owner": {
+			live: trackedByOther,
+			wantErr: func(err error) bool {
+				var e *ownership.AlreadyOwnedError
+				return errors.As(err, &e) && e.Current.UID == other.UID
+			},
+			want: "ConfigMap ns/other",
+		},
+		"orphan refused": {
+			live:    orphan,
+			wantErr: func(err error) bool { var e *OrphanError; return errors.As(err, &e) },
+			want:    "reconcile.WithAdoptOrphans()",
+		},
+		"orphan adopted on request": {
+			live: orphan,
+			opts: []Option{WithAdoptOrphans()},
+		},
+		"controlled by another owner even with adoption": {
+			live: controlledByOther,
+			opts: []Option{WithAdoptOrphans()},
+			wantErr: func(err error) bool {
+				var e *ownership.AlreadyOwnedError
+				return errors.As(err, &e)
+			},
+			want: "already controlled",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := &writeCounter{}
+			c := newFake(t, w, tc.live.DeepCopyObject().(client.Object))
+			op, err := NewApplier(c, nil, tc.opts...).Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"}))
+			if tc.wantErr == nil {
+				if err != nil || op != OperationUpdated {
+					t.Fatalf("Apply = %s, %v; want Updated", op, err)
+				}
+				live := &corev1.ConfigMap{}
+				if err := c.Get(t.Context(), client.ObjectKeyFromObject(tc.live), live); err != nil {
+					t.Fatal(err)
+				}
+				if !ownership.IsControlledBy(live, app) {
+					t.Errorf("adopted child not controlled by owner: %v", live.OwnerReferences)
+				}
+				return
+			}
+			if err == nil || !tc.wantErr(err) {
+				t.Fatalf("Apply error = %v (%T), not the expected kind", err, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Apply error = %q, want it to contain %q", err, tc.want)
+			}
+			if w.n != 0 {
+				t.Errorf("%d writes despite the refusal", w.n)
+			}
+		})
+	}
+}
+
+func TestApplyClusterScopedChildOfNamespacedOwner(t *testing.T) {
+	c := newFake(t, nil)
+	app := owner("app")
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "app-role", Namespace: "ignored"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}},
+	}
+	live, op, err := NewApplier(c, nil).ApplyAndGet(t.Context(), app, role)
+	if err != nil || op != OperationCreated {
+		t.Fatalf("Apply = %s, %v; want Created", op, err)
+	}
+	if len(live.GetOwnerReferences()) != 0 {
+		t.Errorf("cluster-scoped child got owner references %v", live.GetOwnerReferences())
+	}
+	if live.GetNamespace() != "" {
+		t.Errorf("cluster-scoped child has namespace %q", live.GetNamespace())
+	}
+	ref, ok := ownership.TrackedOwner(live)
+	want := ownership.Reference{Kind: "ConfigMap", Namespace: "ns", Name: "app", UID: "uid-app"}
+	if !ok || ref != want {
+		t.Errorf("TrackedOwner = %+v, %v; want %+v", ref, ok, want)
+	}
+}
+
+func TestApplyNamespacedChildWithoutNamespace(t *testing.T) {
+	_, err := NewApplier(newFake(t, nil), nil).Apply(t.Context(), nil, desiredCM(nil))
+	if err == nil || !strings.Contains(err.Error(), "has no namespace") {
+		t.Fatalf("Apply = %v, want a missing namespace error", err)
+	}
+}
+
+func TestApplyTerminating(t *testing.T) {
+	app := owner("app")
+	live := desiredCM(nil)
+	live.Namespace = "ns"
+	live.Finalizers = []string{"example.com/hold"}
+	live.DeletionTimestamp = ptr.To(metav1.Now())
+	if err := ownership.SetController(app, live, testScheme(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewApplier(newFake(t, nil, live), nil).Apply(t.Context(), app, desiredCM(nil))
+	if !errors.Is(err, ErrTerminating) {
+		t.Fatalf("Apply = %v, want ErrTerminating", err)
+	}
+}
+
+// TestApplySkipsWriteWhileCacheLags simulates a cache that still shows the object as it was before
+// our last write: the same intent is not written twice.
+func TestApplySkipsWriteWhileCacheLags(t *testing.T) {
+	w := &writeCounter{}
+	c := newFake(t, w)
+	app := owner("app")
+	a := NewApplier(c, nil)
+	if _, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"})); err != nil {
+		t.Fatal(err)
+	}
+	stale := &corev1.ConfigMap{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "child"}, stale); err != nil {
+		t.Fatal(err)
+	}
+	lagging := interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			stale.DeepCopyInto(obj.(*corev1.ConfigMap))
+			return nil
+		},
+	})
+	a = NewApplier(lagging, nil)
+	w.n = 0
+	for i := range 3 {
+		op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v2"}))
+		want := OperationUnchanged
+		if i == 0 {
+			want = OperationUpdated
+		}
+		if err != nil || op != want {
+			t.Fatalf("apply %d = %s, %v; want %s", i, op, err, want)
+		}
+	}
+	if w.n != 1 {
+		t.Errorf("%d writes, want 1", w.n)
+	}
+	// Another intent is written even though the cache still lags.
+	if op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v3"})); err != nil || op != OperationUpdated {
+		t.Fatalf("apply of a new intent = %s, %v; want Updated", op, err)
+	}
+}
+
+func TestApplyFieldManager(t *testing.T) {
+	var managers []string
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(testMapper()).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				o := &client.ApplyOptions{}
+				o.ApplyOptions(opts)
+				managers = append(managers, o.FieldManager)
+				if !ptr.Deref(o.Force, false) {
+					t.Error("apply without force")
+				}
+				return c.Apply(ctx, obj, opts...)
+			},
+		}).Build()
+	if _, err := NewApplier(c, nil).Apply(t.Context(), owner("app"), desiredCM(nil)); err != nil {
+		t.Fatal(err)
+	}
+	desired := desiredCM(nil)
+	desired.Name = "other"
+	if _, err := NewApplier(c, nil, WithFieldManager("memcached")).Apply(t.Context(), owner("app"), desired); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{DefaultFieldManager, "memcached"}, managers); diff != "" {
+		t.Errorf("field managers (-want +got):\n%s", diff)
+	}
+}
+
+func TestImmutableFields(t *testing.T) {
+	cases := map[string]struct {
+		err        error
+		wantFields []string
+		want       bool
+	}{
+		"deployment selector": {
+			err: apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "d", field.ErrorList{
+				field.Invalid(field.NewPath("spec", "selector"), "x", "field is immutable"),
+			}),
+			wantFields: []string{"spec.selector"},
+			want:       true,
+		},
+		"service clusterIP": {
+			err: apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "s", field.ErrorList{
+				field.Invalid(field.NewPath("spec", "clusterIPs").Index(0), "x", "may not change once set"),
+			}),
+			wantFields: []string{"spec.clusterIPs[0]"},
+			want:       true,
+		},
+		"other validation error": {
+			err: apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "s", field.ErrorList{
+				field.Required(field.NewPath("spec", "ports"), ""),
+			}),
+		},
+		"not found": {err: apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, "s")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			fields, ok := immutableFields(tc.err)
+			if ok != tc.want {
+				t.Fatalf("immutableFields ok = %v, want %v", ok, tc.want)
+			}
+			if diff := cmp.Diff(tc.wantFields, fields); diff != "" {
+				t.Errorf("fields (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestApplyCrossNamespaceChildIsTracked(t *testing.T) {
+	c := newFake(t, nil)
+	a := NewApplier(c, nil)
+	app := owner("app")
+	desired := desiredCM(map[string]string{"k": "v"})
+	desired.Namespace = "elsewhere"
+	live, op, err := a.ApplyAndGet(t.Context(), app, desired)
+	if err != nil || op != OperationCreated {
+		t.Fatalf("Apply = %s, %v; want Created", op, err)
+	}
+	if len(live.GetOwnerReferences()) != 0 || !ownership.IsTrackedBy(live, app) {
+		t.Errorf("cross-namespace child: refs %v labels %v; want tracked without owner reference", live.GetOwnerReferences(), live.GetLabels())
+	}
+	// Ours by tracking label: applying again is fine, and unchanged.
+	if op, err := a.Apply(t.Context(), app, desired); err != nil || op != OperationUnchanged {
+		t.Errorf("second Apply = %s, %v; want Unchanged", op, err)
+	}
+}
+
+func TestApplyFuncRefusesRename(t *testing.T) {
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child", Namespace: "ns"}}
+	_, err := NewApplier(newFake(t, nil), nil).ApplyFunc(t.Context(), owner("app"), obj, func() error {
+		obj.Name = "renamed"
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "changed the object's name") {
+		t.Fatalf("ApplyFunc = %v, want a rename error", err)
+	}
+}
+
+func TestApplyFuncResetsObject(t *testing.T) {
+	c := newFake(t, nil)
+	a := NewApplier(c, nil)
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child", Namespace: "ns"}}
+	var seen map[string]string
+	mutate := func() error {
+		seen = obj.Data
+		obj.Data = map[string]string{"k": "v"}
+		return nil
+	}
+	if op, err := a.ApplyFunc(t.Context(), owner("app"), obj, mutate); err != nil || op != OperationCreated {
+		t.Fatalf("ApplyFunc = %s, %v; want Created", op, err)
+	}
+	if obj.ResourceVersion == "" || obj.Labels[ownership.LabelOwnerUID] != "uid-app" {
+		t.Errorf("obj does not hold the live object: %+v", obj.ObjectMeta)
+	}
+	if op, err := a.ApplyFunc(t.Context(), owner("app"), obj, mutate); err != nil || op != OperationUnchanged {
+		t.Fatalf("second ApplyFunc = %s, %v; want Unchanged", op, err)
+	}
+	if seen != nil {
+		t.Errorf("mutate saw live data %v, want an empty object", seen)
+	}
+}

@@ -1,0 +1,439 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/convergo-dev/convergo/ownership"
+)
+
+// ErrInvalidGraph is wrapped by every error of Graph.Validate (duplicate or empty names, unknown
+// dependencies, cycles, missing objects). It is a programming error, not a transient one.
+var ErrInvalidGraph = errors.New("invalid child graph")
+
+// ReadyCheck tells whether a live child is ready, and why not. Builders' readiness checks
+// (builders.DeploymentAvailable...) have this signature.
+type ReadyCheck func(live client.Object) (ready bool, reason string)
+
+// Graph is a set of named children with dependencies. Apply creates and updates them in dependency
+// order, applying a child only when all its dependencies are ready; Delete removes them in reverse
+// order, one layer at a time. Build a new Graph on every reconcile from the owner's spec.
+type Graph struct {
+	nodes []*Node
+	index map[string]*Node
+	errs  []error
+}
+
+// Node is one named child of a Graph.
+type Node struct {
+	name  string
+	obj   client.Object
+	deps  []string
+	ready ReadyCheck
+}
+
+// Name returns the node's name.
+func (n *Node) Name() string { return n.name }
+
+// Object returns the node's desired object.
+func (n *Node) Object() client.Object { return n.obj }
+
+// Dependencies returns the names this node depends on, in declaration order.
+func (n *Node) Dependencies() []string { return append([]string(nil), n.deps...) }
+
+// DependsOn declares that the node is applied only once every named child is applied and ready,
+// and that on deletion the named children are deleted only after this node is gone.
+func (n *Node) DependsOn(names ...string) *Node {
+	for _, name := range names {
+		if !contains(n.deps, name) {
+			n.deps = append(n.deps, name)
+		}
+	}
+	return n
+}
+
+// ReadyWhen sets the readiness check of the node's live object. A node without one is ready as
+// soon as it is applied.
+func (n *Node) ReadyWhen(check ReadyCheck) *Node {
+	n.ready = check
+	return n
+}
+
+// NewGraph returns an empty Graph.
+func NewGraph() *Graph {
+	return &Graph{index: map[string]*Node{}}
+}
+
+// Add declares the child name with its desired object (typed, holding only what the operator
+// cares about; see Applier.Apply). Problems (empty or duplicate name, nil object) are reported by
+// Validate.
+func (g *Graph) Add(name string, obj client.Object) *Node {
+	if g.index == nil {
+		g.index = map[string]*Node{}
+	}
+	n := &Node{name: name, obj: obj}
+	switch {
+	case name == "":
+		g.errs = append(g.errs, fmt.Errorf("%w: a child has an empty name", ErrInvalidGraph))
+		return n
+	case g.index[name] != nil:
+		g.errs = append(g.errs, fmt.Errorf("%w: duplicate child name %q", ErrInvalidGraph, name))
+		return n
+	}
+	g.nodes = append(g.nodes, n)
+	g.index[name] = n
+	return n
+}
+
+// Nodes returns the declared nodes in declaration order.
+func (g *Graph) Nodes() []*Node { return append([]*Node(nil), g.nodes...) }
+
+// Validate reports the first problem of the graph, deterministically: an empty or duplicate name,
+// a nil object, two children for the same object, an unknown dependency, or a cycle (named by its
+// path, "a -> b -> a"). Every such error wraps ErrInvalidGraph.
+func (g *Graph) Validate() error {
+	if len(g.errs) > 0 {
+		return g.errs[0]
+	}
+	seen := map[string]string{}
+	for _, n := range g.nodes {
+		if n.obj == nil || reflect.ValueOf(n.obj).IsNil() {
+			return fmt.Errorf("%w: child %q has no object", ErrInvalidGraph, n.name)
+		}
+		id := objectIdentity(n.obj)
+		if other, dup := seen[id]; dup {
+			return fmt.Errorf("%w: children %q and %q declare the same object %s", ErrInvalidGraph, other, n.name, id)
+		}
+		seen[id] = n.name
+	}
+	for _, n := range g.nodes {
+		for _, d := range n.deps {
+			if g.index[d] == nil {
+				return fmt.Errorf("%w: child %q depends on unknown child %q", ErrInvalidGraph, n.name, d)
+			}
+		}
+	}
+	if cycle := g.findCycle(); cycle != nil {
+		return fmt.Errorf("%w: dependency cycle %s", ErrInvalidGraph, strings.Join(cycle, " -> "))
+	}
+	return nil
+}
+
+// objectIdentity distinguishes desired objects by Go type (or GVK for unstructured), namespace and
+// name. Namespaces are compared as declared.
+func objectIdentity(obj client.Object) string {
+	t := reflect.TypeOf(obj).String()
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		t = u.GroupVersionKind().String()
+	}
+	return fmt.Sprintf("%s %s/%s", t, obj.GetNamespace(), obj.GetName())
+}
+
+// findCycle returns the first cycle found by a depth-first search in declaration order, as the
+// path of names from its first node back to it, or nil.
+func (g *Graph) findCycle() []string {
+	const (
+		unvisited = iota
+		active
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(name string) []string
+	visit = func(name string) []string {
+		state[name] = active
+		stack = append(stack, name)
+		for _, d := range g.index[name].deps {
+			switch state[d] {
+			case active:
+				start := 0
+				for i, s := range stack {
+					if s == d {
+						start = i
+					}
+				}
+				return append(append([]string(nil), stack[start:]...), d)
+			case unvisited:
+				if c := visit(d); c != nil {
+					return c
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[name] = done
+		return nil
+	}
+	for _, n := range g.nodes {
+		if state[n.name] == unvisited {
+			if c := visit(n.name); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// Layers groups the children by depth: layer 0 holds the children without dependencies, layer k
+// those whose deepest dependency is in layer k-1. Within a layer, children keep declaration order.
+// The graph must be valid.
+func (g *Graph) Layers() ([][]string, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	depth := map[string]int{}
+	var depthOf func(name string) int
+	depthOf = func(name string) int {
+		if d, ok := depth[name]; ok {
+			return d
+		}
+		d := 0
+		for _, dep := range g.index[name].deps {
+			d = max(d, depthOf(dep)+1)
+		}
+		depth[name] = d
+		return d
+	}
+	var layers [][]string
+	for _, n := range g.nodes {
+		d := depthOf(n.name)
+		for len(layers) <= d {
+			layers = append(layers, nil)
+		}
+		layers[d] = append(layers[d], n.name)
+	}
+	return layers, nil
+}
+
+// Order returns the children in topological order: the layers in sequence, declaration order
+// within each. It is deterministic.
+func (g *Graph) Order() ([]string, error) {
+	layers, err := g.Layers()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range layers {
+		out = append(out, l...)
+	}
+	return out, nil
+}
+
+// Types returns one empty object per distinct child type declared, in declaration order. Use it
+// (plus the types a graph may no longer declare) for watches and Prune.
+func (g *Graph) Types() []client.Object {
+	var out []client.Object
+	seen := map[string]bool{}
+	for _, n := range g.nodes {
+		if n.obj == nil || reflect.ValueOf(n.obj).IsNil() {
+			continue
+		}
+		t := typeIdentity(n.obj)
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		var gvk = n.obj.GetObjectKind().GroupVersionKind()
+		obj, err := newObjectLike(n.obj, gvk)
+		if err != nil {
+			continue
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+func typeIdentity(obj client.Object) string {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.GroupVersionKind().String()
+	}
+	return reflect.TypeOf(obj).String()
+}
+
+// ChildResult is what Graph.Apply did with one child.
+type ChildResult struct {
+	// Name is the child's name in the graph.
+	Name string
+	// Object is the live child after apply, or nil if it was not applied.
+	Object client.Object
+	// Operation is what Apply did; empty when the child was not applied.
+	Operation Operation
+	// Applied is false when the child waits for its dependencies (or is being deleted).
+	Applied bool
+	// Ready is the child's ReadyWhen verdict (true for an applied child without check).
+	Ready bool
+	// Reason explains why the child is not ready.
+	Reason string
+}
+
+// GraphResult is the outcome of Graph.Apply.
+type GraphResult struct {
+	// Children holds one result per child reached, in topological order.
+	Children []ChildResult
+	// Waiting says, in topological order, what the graph is waiting for: "deployment waits for
+	// config: <reason>" for a child held back by a dependency, "config: <reason>" for an applied
+	// child that is not ready.
+	Waiting []string
+	// Ready is true when every child is applied and ready.
+	Ready bool
+}
+
+// Child returns the result of the named child, or nil.
+func (r *GraphResult) Child(name string) *ChildResult {
+	for i := range r.Children {
+		if r.Children[i].Name == name {
+			return &r.Children[i]
+		}
+	}
+	return nil
+}
+
+// Changed reports whether any child was created, updated or recreated.
+func (r *GraphResult) Changed() bool {
+	for _, c := range r.Children {
+		if c.Operation == OperationCreated || c.Operation == OperationUpdated || c.Operation == OperationRecreated {
+			return true
+		}
+	}
+	return false
+}
+
+// Apply applies the children in topological order with a, owned by owner. A child is applied only
+// when every dependency is applied and ready; otherwise it is skipped (Applied=false) and listed in
+// Waiting. The first error stops the walk; it names the child, and the result so far is returned
+// with it. A child being deleted (ErrTerminating) is not an error: it is reported not applied and
+// not ready.
+func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*GraphResult, error) {
+	order, err := g.Order()
+	if err != nil {
+		return nil, err
+	}
+	res := &GraphResult{Ready: true}
+	byName := map[string]ChildResult{}
+	for _, name := range order {
+		n := g.index[name]
+		cr := ChildResult{Name: name}
+		for _, d := range n.deps {
+			dr := byName[d]
+			if !dr.Ready {
+				cr.Reason = fmt.Sprintf("waiting for %s", d)
+				res.Waiting = append(res.Waiting, fmt.Sprintf("%s waits for %s: %s", name, d, dr.Reason))
+			}
+		}
+		if cr.Reason == "" {
+			live, op, err := a.ApplyAndGet(ctx, owner, n.obj)
+			switch {
+			case errors.Is(err, ErrTerminating):
+				cr.Reason = "being deleted; it is created again once it is gone"
+				res.Waiting = append(res.Waiting, fmt.Sprintf("%s: %s", name, cr.Reason))
+			case err != nil:
+				res.Ready = false
+				res.Children = append(res.Children, cr)
+				return res, fmt.Errorf("child %q: %w", name, err)
+			default:
+				cr.Applied, cr.Operation, cr.Object = true, op, live
+				switch {
+				case live == nil:
+					cr.Reason = "being recreated"
+				case n.ready == nil:
+					cr.Ready = true
+				default:
+					cr.Ready, cr.Reason = n.ready(live)
+					if cr.Ready {
+						cr.Reason = ""
+					} else if cr.Reason == "" {
+						cr.Reason = "not ready"
+					}
+				}
+				if !cr.Ready {
+					res.Waiting = append(res.Waiting, fmt.Sprintf("%s: %s", name, cr.Reason))
+				}
+			}
+		}
+		if !cr.Ready {
+			res.Ready = false
+		}
+		res.Children = append(res.Children, cr)
+		byName[name] = cr
+	}
+	return res, nil
+}
+
+// Delete removes the children in reverse topological order, one layer at a time, and reports
+// whether all are gone. Within the current layer it deletes (background propagation, UID
+// precondition) every child that still exists and is owner's (controlled by it, or tracked with its
+// UID); it moves to the next layer only when none of them exists any more. An object with the same
+// name that is not owner's does not count, and is left alone. Progress is derived from live state
+// only, so calling Delete again, after a restart, with a new Graph and Applier, resumes where it
+// stopped. Call it until done is true; requeue meanwhile (deletions also trigger watch events).
+func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (done bool, err error) {
+	layers, err := g.Layers()
+	if err != nil {
+		return false, err
+	}
+	for i := len(layers) - 1; i >= 0; i-- {
+		present := 0
+		for _, name := range layers[i] {
+			n := g.index[name]
+			exists, err := a.deleteIfOurs(ctx, owner, n.obj)
+			if err != nil {
+				return false, fmt.Errorf("delete child %q: %w", name, err)
+			}
+			if exists {
+				present++
+			}
+		}
+		if present > 0 {
+			logf.FromContext(ctx).V(1).Info("waiting for children to be deleted", "layer", layers[i], "remaining", present)
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// deleteIfOurs looks desired's live object up in the cache. When it exists and belongs to owner it
+// is deleted unless already terminating, and exists is true.
+func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object) (exists bool, err error) {
+	gvk, err := apiutil.GVKForObject(desired, a.scheme)
+	if err != nil {
+		return false, err
+	}
+	id, err := a.identityOf(desired, owner)
+	if err != nil {
+		return false, err
+	}
+	live, err := newObjectLike(desired, gvk)
+	if err != nil {
+		return false, err
+	}
+	key := client.ObjectKey{Namespace: id.namespace, Name: id.name}
+	if err := a.client.Get(ctx, key, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	if !belongsTo(live, owner) {
+		return false, nil // a foreign object, or a successor with another UID that is not ours
+	}
+	if live.GetDeletionTimestamp() == nil {
+		if err := deleteExact(ctx, a.client, live); err != nil {
+			return true, err
+		}
+		logf.FromContext(ctx).V(1).Info("deleted child", "object", describe(gvk, key))
+	}
+	return true, nil
+}
+
+// belongsTo reports whether live is controlled by owner or tracked with its UID.
+func belongsTo(live, owner client.Object) bool {
+	return ownership.IsControlledBy(live, owner) || ownership.IsTrackedBy(live, owner)
+}

@@ -1,0 +1,263 @@
+package reconcile
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convergo-dev/convergo/ownership"
+)
+
+// Unit tests of the graph walk with the fake client; the integration tests repeat the essentials
+// on a real API server.
+
+func hasKey(key string) ReadyCheck {
+	return func(live client.Object) (bool, string) {
+		if _, ok := live.(*corev1.ConfigMap).Data[key]; ok {
+			return true, ""
+		}
+		return false, "no " + key + " yet"
+	}
+}
+
+func TestGraphApplyWaitsForDependencies(t *testing.T) {
+	c := newFake(t, nil)
+	a := NewApplier(c, nil)
+	app := owner("app")
+	build := func(configData map[string]string) *Graph {
+		g := NewGraph()
+		g.Add("app", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-cm"}}).DependsOn("config")
+		g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config"}, Data: configData}).ReadyWhen(hasKey("ready"))
+		g.Add("extra", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "extra"}}).DependsOn("app")
+		return g
+	}
+
+	res, err := build(map[string]string{"x": "1"}).Apply(t.Context(), a, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Name      string
+		Operation Operation
+		Applied   bool
+		Ready     bool
+		Reason    string
+	}
+	rows := func(r *GraphResult) []row {
+		var out []row
+		for _, c := range r.Children {
+			out = append(out, row{c.Name, c.Operation, c.Applied, c.Ready, c.Reason})
+		}
+		return out
+	}
+	want := []row{
+		{"config", OperationCreated, true, false, "no ready yet"},
+		{"app", "", false, false, "waiting for config"},
+		{"extra", "", false, false, "waiting for app"},
+	}
+	if diff := cmp.Diff(want, rows(res)); diff != "" {
+		t.Errorf("children (-want +got):\n%s", diff)
+	}
+	wantWaiting := []string{
+		"config: no ready yet",
+		"app waits for config: no ready yet",
+		"extra waits for app: waiting for config",
+	}
+	if diff := cmp.Diff(wantWaiting, res.Waiting); diff != "" {
+		t.Errorf("waiting (-want +got):\n%s", diff)
+	}
+	if res.Ready {
+		t.Error("graph ready while children wait")
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "app-cm"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("child with an unready dependency exists (get: %v)", err)
+	}
+
+	res, err = build(map[string]string{"ready": "yes"}).Apply(t.Context(), a, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []row{
+		{"config", OperationUpdated, true, true, ""},
+		{"app", OperationCreated, true, true, ""},
+		{"extra", OperationCreated, true, true, ""},
+	}
+	if diff := cmp.Diff(want, rows(res)); diff != "" {
+		t.Errorf("children (-want +got):\n%s", diff)
+	}
+	if !res.Ready || len(res.Waiting) != 0 || !res.Changed() {
+		t.Errorf("Ready=%v Waiting=%v Changed=%v, want ready, nothing waiting, changed", res.Ready, res.Waiting, res.Changed())
+	}
+	if res.Child("config").Object.(*corev1.ConfigMap).Data["ready"] != "yes" {
+		t.Errorf("result object is not the live one: %v", res.Child("config").Object)
+	}
+
+	res, err = build(map[string]string{"ready": "yes"}).Apply(t.Context(), a, app)
+	if err != nil || res.Changed() || !res.Ready {
+		t.Fatalf("third apply: changed=%v ready=%v err=%v; want unchanged and ready", res.Changed(), res.Ready, err)
+	}
+}
+
+func TestGraphApplyStopsAtFirstError(t *testing.T) {
+	other := owner("other")
+	taken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
+	if err := ownership.SetController(other, taken, testScheme(t)); err != nil {
+		t.Fatal(err)
+	}
+	c := newFake(t, nil, taken)
+	g := graphOf("a", "b", "c")
+	res, err := g.Apply(t.Context(), NewApplier(c, nil), owner("app"))
+	var owned *ownership.AlreadyOwnedError
+	if !errors.As(err, &owned) || !strings.Contains(err.Error(), `child "b"`) {
+		t.Fatalf("Apply error = %v, want AlreadyOwnedError naming child b", err)
+	}
+	if len(res.Children) != 2 || res.Children[0].Operation != OperationCreated || res.Children[1].Applied {
+		t.Errorf("partial result = %+v, want a created and b failed", res.Children)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "c"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("child after the failure was applied (get: %v)", err)
+	}
+}
+
+func TestGraphApplyInvalid(t *testing.T) {
+	_, err := graphOf("a:b", "b:a").Apply(t.Context(), NewApplier(newFake(t, nil), nil), owner("app"))
+	if !errors.Is(err, ErrInvalidGraph) {
+		t.Fatalf("Apply = %v, want ErrInvalidGraph", err)
+	}
+}
+
+// TestGraphDeleteLayers walks a deletion with the fake client: a finalizer holds the first layer,
+// so the second is not touched until it is released.
+func TestGraphDeleteLayers(t *testing.T) {
+	c := newFake(t, nil)
+	a := NewApplier(c, nil)
+	app := owner("app")
+	g := graphOf("config", "app:config", "service:app")
+	if _, err := g.Apply(t.Context(), a, app); err != nil {
+		t.Fatal(err)
+	}
+	// Hold "service" (the last layer, deleted first) with a finalizer.
+	svc := &corev1.ConfigMap{}
+	key := func(n string) client.ObjectKey { return client.ObjectKey{Namespace: "ns", Name: n} }
+	if err := c.Get(t.Context(), key("service"), svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Finalizers = []string{"example.com/hold"}
+	if err := c.Update(t.Context(), svc); err != nil {
+		t.Fatal(err)
+	}
+	// Not ours: same kind, another owner's; must survive.
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "foreign", Namespace: "ns"}}
+	if err := c.Create(t.Context(), foreign); err != nil {
+		t.Fatal(err)
+	}
+
+	exists := func(n string) string {
+		o := &corev1.ConfigMap{}
+		if err := c.Get(t.Context(), key(n), o); err != nil {
+			return "gone"
+		}
+		if o.DeletionTimestamp != nil {
+			return "terminating"
+		}
+		return "present"
+	}
+	state := func() []string {
+		return []string{exists("config"), exists("app"), exists("service")}
+	}
+	for i := range 2 {
+		done, err := graphOf("config", "app:config", "service:app").Delete(t.Context(), NewApplier(c, nil), app)
+		if err != nil || done {
+			t.Fatalf("delete %d: done=%v err=%v; want not done", i, done, err)
+		}
+		if diff := cmp.Diff([]string{"present", "present", "terminating"}, state()); diff != "" {
+			t.Fatalf("delete %d: state config/app/service (-want +got):\n%s", i, diff)
+		}
+	}
+	if err := c.Get(t.Context(), key("service"), svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Finalizers = nil
+	if err := c.Update(t.Context(), svc); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for range 5 {
+		done, err := g.Delete(t.Context(), a, app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, state())
+		if done {
+			break
+		}
+	}
+	want := [][]string{
+		{"present", "gone", "gone"}, // service gone: app deleted (the fake client has no finalizers left)
+		{"gone", "gone", "gone"},    // app gone: config deleted
+		{"gone", "gone", "gone"},    // done
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deletion steps (-want +got):\n%s", diff)
+	}
+	if exists("foreign") != "present" {
+		t.Error("an object that is not ours was deleted")
+	}
+}
+
+func TestPruneAndDeleteOwned(t *testing.T) {
+	c := newFake(t, nil)
+	a := NewApplier(c, nil)
+	app, other := owner("app"), owner("other")
+	if _, err := graphOf("keep", "drop").Apply(t.Context(), a, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := graphOf("others").Apply(t.Context(), a, other); err != nil {
+		t.Fatal(err)
+	}
+	untracked := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "untracked", Namespace: "ns"}}
+	if err := c.Create(t.Context(), untracked); err != nil {
+		t.Fatal(err)
+	}
+
+	pruned, err := a.Prune(t.Context(), app, graphOf("keep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pruned {
+		names = append(names, p.GetName())
+	}
+	if diff := cmp.Diff([]string{"drop"}, names); diff != "" {
+		t.Errorf("pruned (-want +got):\n%s", diff)
+	}
+	list := &corev1.ConfigMapList{}
+	if err := c.List(t.Context(), list); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, o := range list.Items {
+		left = append(left, o.Name)
+	}
+	if diff := cmp.Diff([]string{"keep", "others", "untracked"}, left); diff != "" {
+		t.Errorf("left after prune (-want +got):\n%s", diff)
+	}
+
+	done, err := a.DeleteOwned(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{})
+	if err != nil || done {
+		t.Fatalf("DeleteOwned = %v, %v; want not done on the first call", done, err)
+	}
+	done, err = a.DeleteOwned(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{})
+	if err != nil || !done {
+		t.Fatalf("DeleteOwned = %v, %v; want done", done, err)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "others"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("another owner's child was deleted: %v", err)
+	}
+}

@@ -1,0 +1,612 @@
+package reconcile
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// AnnotationIntentHash holds the sha256 of the applied intent (see Intent). A field removed from
+// the desired object changes the hash, so Apply sends the intent again and server-side apply
+// removes the field from the live object.
+const AnnotationIntentHash = "convergo.dev/intent-hash"
+
+// keptMetadata are the metadata fields that belong to an intent. Everything else under metadata
+// (uid, resourceVersion, creationTimestamp, managedFields, generation...) is server state.
+var keptMetadata = []string{"name", "namespace", "labels", "annotations", "ownerReferences", "finalizers"}
+
+// Intent returns the fields obj sets, as the JSON-shaped map that server-side apply sends:
+//
+//   - nil pointers, slices and maps are left out, and so are empty slices and maps;
+//   - zero scalars are left out when their json tag says omitempty;
+//   - a struct held by value that ends up empty is left out (resources: {}, status: {}), while a
+//     pointer to an empty struct is kept (emptyDir: {} means something);
+//   - values with their own JSON encoding (metav1.Time, resource.Quantity, intstr.IntOrString,
+//     runtime.RawExtension...) use it, and are left out when zero, so creationTimestamp: null is
+//     never sent;
+//   - embedded and ",inline" structs are flattened;
+//   - the top-level status is dropped, and metadata keeps only name, namespace, labels,
+//     annotations, ownerReferences and finalizers;
+//   - apiVersion and kind come from the scheme;
+//   - a Secret's stringData is folded into data (the API server never returns stringData).
+//
+// Numbers are int64 or float64, so the result is valid unstructured content. The intent-hash
+// annotation, if present, is removed.
+func Intent(obj runtime.Object, scheme *runtime.Scheme) (map[string]any, error) {
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return nil, fmt.Errorf("intent of %T: %w", obj, err)
+	}
+	var content map[string]any
+	if u, ok := obj.(runtime.Unstructured); ok {
+		// A JSON round trip normalises what users put in unstructured content (int, int32...).
+		data, err := json.Marshal(u.UnstructuredContent())
+		if err != nil {
+			return nil, fmt.Errorf("intent of %s: %w", gvk.Kind, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&content); err != nil {
+			return nil, fmt.Errorf("intent of %s: %w", gvk.Kind, err)
+		}
+		normaliseNumbers(content)
+	} else {
+		v := reflect.ValueOf(obj)
+		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+			return nil, fmt.Errorf("intent of %T: want a pointer to a struct", obj)
+		}
+		enc, keep, err := encodeStruct(v.Elem(), "")
+		if err != nil {
+			return nil, fmt.Errorf("intent of %s: %w", gvk.Kind, err)
+		}
+		content = map[string]any{}
+		if keep {
+			content = enc.(map[string]any)
+		}
+	}
+	if content == nil {
+		content = map[string]any{}
+	}
+	delete(content, "status")
+	content["apiVersion"] = gvk.GroupVersion().String()
+	content["kind"] = gvk.Kind
+	content["metadata"] = reduceMetadata(content["metadata"])
+	if gvk.Group == "" && gvk.Kind == "Secret" {
+		foldStringData(content)
+	}
+	return content, nil
+}
+
+// IntentHash returns the hex sha256 of the canonical JSON of intent, ignoring the intent-hash
+// annotation itself. encoding/json sorts map keys, which makes the encoding canonical.
+func IntentHash(intent map[string]any) (string, error) {
+	c := intent
+	if anns, ok := nestedMap(intent, "metadata", "annotations"); ok {
+		if _, has := anns[AnnotationIntentHash]; has {
+			c = runtime.DeepCopyJSON(intent)
+			a, _ := nestedMap(c, "metadata", "annotations")
+			delete(a, AnnotationIntentHash)
+			if len(a) == 0 {
+				delete(c["metadata"].(map[string]any), "annotations")
+			}
+		}
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("hash intent: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func reduceMetadata(m any) map[string]any {
+	out := map[string]any{}
+	meta, _ := m.(map[string]any)
+	for _, k := range keptMetadata {
+		if v, ok := meta[k]; ok && !isEmptyJSON(v) {
+			out[k] = v
+		}
+	}
+	if anns, ok := out["annotations"].(map[string]any); ok {
+		delete(anns, AnnotationIntentHash)
+		if len(anns) == 0 {
+			delete(out, "annotations")
+		}
+	}
+	return out
+}
+
+func isEmptyJSON(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	case string:
+		return v == ""
+	}
+	return false
+}
+
+// foldStringData moves a Secret's stringData into data, base64-encoded, as the API server does.
+func foldStringData(content map[string]any) {
+	sd, ok := content["stringData"].(map[string]any)
+	delete(content, "stringData")
+	if !ok || len(sd) == 0 {
+		return
+	}
+	data, _ := content["data"].(map[string]any)
+	if data == nil {
+		data = map[string]any{}
+	}
+	for k, v := range sd {
+		s, _ := v.(string)
+		data[k] = base64.StdEncoding.EncodeToString([]byte(s))
+	}
+	content["data"] = data
+}
+
+func nestedMap(m map[string]any, path ...string) (map[string]any, bool) {
+	cur := m
+	for _, p := range path {
+		next, ok := cur[p].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur = next
+	}
+	return cur, true
+}
+
+var (
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// encodeValue encodes the value of a struct field. keep=false means "not set": the field is left
+// out. omitEmpty is the field's omitempty (or omitzero) tag option.
+func encodeValue(v reflect.Value, omitEmpty bool, path string) (any, bool, error) {
+	if !v.IsValid() {
+		return nil, false, nil
+	}
+	if enc, handled, keep, err := encodeMarshaler(v, false, path); handled {
+		return enc, keep, err
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return nil, false, nil
+		}
+		if v.Elem().Kind() == reflect.Struct {
+			// A pointer to a struct is set even when the struct is empty: emptyDir: {}.
+			enc, keep, err := encodeValue(v.Elem(), false, path)
+			if err != nil || keep {
+				return enc, keep, err
+			}
+			return map[string]any{}, true, nil
+		}
+		return encodeElem(v.Elem(), path)
+	case reflect.Interface:
+		if v.IsNil() {
+			return nil, false, nil
+		}
+		return encodeValue(v.Elem(), omitEmpty, path)
+	case reflect.Struct:
+		return encodeStruct(v, path)
+	case reflect.Map:
+		if v.Len() == 0 {
+			return nil, false, nil
+		}
+		if v.Type().Key().Kind() != reflect.String {
+			return nil, false, fmt.Errorf("%s: unsupported map key type %s", path, v.Type().Key())
+		}
+		out := make(map[string]any, v.Len())
+		iter := v.MapRange()
+		for iter.Next() {
+			key := iter.Key().String()
+			enc, _, err := encodeElem(iter.Value(), path+"."+key)
+			if err != nil {
+				return nil, false, err
+			}
+			out[key] = enc // a map entry is set even when its value is zero
+		}
+		return out, true, nil
+	case reflect.Slice, reflect.Array:
+		if v.Len() == 0 {
+			return nil, false, nil
+		}
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			b := make([]byte, v.Len())
+			reflect.Copy(reflect.ValueOf(b), v)
+			return base64.StdEncoding.EncodeToString(b), true, nil
+		}
+		out := make([]any, v.Len())
+		for i := range v.Len() {
+			enc, _, err := encodeElem(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, false, err
+			}
+			out[i] = enc // an element's position is meaningful even when it is empty
+		}
+		return out, true, nil
+	case reflect.String:
+		if omitEmpty && v.Len() == 0 {
+			return nil, false, nil
+		}
+		return v.String(), true, nil
+	case reflect.Bool:
+		if omitEmpty && !v.Bool() {
+			return nil, false, nil
+		}
+		return v.Bool(), true, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if omitEmpty && v.Int() == 0 {
+			return nil, false, nil
+		}
+		return v.Int(), true, nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if omitEmpty && v.Uint() == 0 {
+			return nil, false, nil
+		}
+		if v.Uint() > math.MaxInt64 {
+			return float64(v.Uint()), true, nil
+		}
+		return int64(v.Uint()), true, nil
+	case reflect.Float32, reflect.Float64:
+		if omitEmpty && v.Float() == 0 {
+			return nil, false, nil
+		}
+		return normaliseFloat(v.Float()), true, nil
+	}
+	return nil, false, fmt.Errorf("%s: unsupported type %s", path, v.Type())
+}
+
+// encodeElem encodes a list element, a map value or the target of a pointer: such a value is set
+// even when it is zero or empty (a JSON null for nil pointers, slices and maps).
+func encodeElem(v reflect.Value, path string) (any, bool, error) {
+	if enc, handled, keep, err := encodeMarshaler(v, true, path); handled {
+		return enc, keep, err
+	}
+	enc, keep, err := encodeValue(v, false, path)
+	if err != nil || keep {
+		return enc, keep, err
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		return map[string]any{}, true, nil
+	case reflect.Map:
+		if !v.IsNil() {
+			return map[string]any{}, true, nil
+		}
+	case reflect.Slice:
+		if !v.IsNil() {
+			if v.Type().Elem().Kind() == reflect.Uint8 {
+				return "", true, nil
+			}
+			return []any{}, true, nil
+		}
+	case reflect.Array:
+		return []any{}, true, nil
+	}
+	return nil, true, nil
+}
+
+func normaliseFloat(f float64) any {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return int64(f)
+	}
+	return f
+}
+
+// encodeMarshaler handles values with their own JSON or text encoding. A zero value is not set
+// unless elem is true (a list element, a map value or the target of a pointer); a value that
+// encodes to null is never set.
+func encodeMarshaler(v reflect.Value, elem bool, path string) (enc any, handled, keep bool, err error) {
+	if !v.CanInterface() {
+		return nil, false, false, nil
+	}
+	t := v.Type()
+	var m any
+	switch {
+	case t.Kind() == reflect.Pointer && t.Implements(jsonMarshalerType):
+		if v.IsNil() {
+			return nil, true, false, nil
+		}
+		m = v.Interface() // a non-nil pointer is set: maxUnavailable: 0 is meaningful
+	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && implementsMarshaler(t):
+		if v.IsZero() && !elem {
+			return nil, true, false, nil
+		}
+		if t.Implements(jsonMarshalerType) {
+			m = v.Interface()
+		} else {
+			p := reflect.New(t)
+			p.Elem().Set(v)
+			m = p.Interface()
+		}
+	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && t.Kind() != reflect.String && t.Implements(textMarshalerType):
+		if v.IsZero() && !elem {
+			return nil, true, false, nil
+		}
+		m = v.Interface()
+	default:
+		return nil, false, false, nil
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, true, false, fmt.Errorf("%s: %w", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, true, false, fmt.Errorf("%s: %w", path, err)
+	}
+	out = normaliseNumbers(out)
+	if out == nil {
+		return nil, true, false, nil
+	}
+	return out, true, true, nil
+}
+
+func normaliseNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return normaliseFloat(f)
+	case float64:
+		return normaliseFloat(v)
+	case map[string]any:
+		for k, e := range v {
+			v[k] = normaliseNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = normaliseNumbers(e)
+		}
+	}
+	return v
+}
+
+// encodeStruct encodes the exported fields of a struct by their json tags. keep=false when no
+// field is set.
+func encodeStruct(v reflect.Value, path string) (any, bool, error) {
+	out := map[string]any{}
+	if err := encodeFields(v, path, out); err != nil {
+		return nil, false, err
+	}
+	if len(out) == 0 {
+		return nil, false, nil
+	}
+	return out, true, nil
+}
+
+func encodeFields(v reflect.Value, path string, out map[string]any) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		inline := f.Anonymous && name == "" || hasOption(opts, "inline")
+		if !f.IsExported() && !(f.Anonymous && inline) {
+			continue
+		}
+		fv := v.Field(i)
+		if inline {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				if fv.IsNil() {
+					continue
+				}
+				fv, ft = fv.Elem(), ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && !implementsMarshaler(ft) {
+				if err := encodeFields(fv, path, out); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		enc, keep, err := encodeValue(fv, hasOption(opts, "omitempty") || hasOption(opts, "omitzero"), path+"."+name)
+		if err != nil {
+			return err
+		}
+		if keep {
+			out[name] = enc
+		}
+	}
+	return nil
+}
+
+func implementsMarshaler(t reflect.Type) bool {
+	return t.Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(jsonMarshalerType)
+}
+
+func hasOption(opts, want string) bool {
+	for opts != "" {
+		var o string
+		o, opts, _ = strings.Cut(opts, ",")
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+// isSubset reports whether every field set in intent holds the same value in live: maps key by
+// key, lists as an ordered subsequence (elements added by other managers or by defaulting are
+// allowed), numbers numerically, and strings that both parse as quantities by value ("1000m" ==
+// "1", "1Gi" == "1024Mi"). It returns the path of the first difference.
+func isSubset(intent, live any) (bool, string) {
+	return subset(intent, live, "")
+}
+
+func subset(intent, live any, path string) (bool, string) {
+	switch iv := intent.(type) {
+	case map[string]any:
+		lv, ok := live.(map[string]any)
+		if !ok {
+			return false, pathOr(path)
+		}
+		for k, e := range iv {
+			l, found := lv[k]
+			if !found {
+				if e == nil {
+					continue
+				}
+				return false, path + "." + k
+			}
+			if ok, p := subset(e, l, path+"."+k); !ok {
+				return false, p
+			}
+		}
+		return true, ""
+	case []any:
+		lv, ok := live.([]any)
+		if !ok {
+			return false, pathOr(path)
+		}
+		j := 0
+		for i, e := range iv {
+			matched := false
+			for j < len(lv) {
+				ok, _ := subset(e, lv[j], "")
+				j++
+				if ok {
+					matched = true
+					break
+				}
+			}
+			if !matched {
+				return false, fmt.Sprintf("%s[%d]", path, i)
+			}
+		}
+		return true, ""
+	case nil:
+		if live == nil {
+			return true, ""
+		}
+		return false, pathOr(path)
+	}
+	if scalarEqual(intent, live) {
+		return true, ""
+	}
+	return false, pathOr(path)
+}
+
+func pathOr(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func scalarEqual(a, b any) bool {
+	if af, ok := toFloat(a); ok {
+		bf, ok := toFloat(b)
+		if !ok {
+			return false
+		}
+		if ai, ok := toInt(a); ok {
+			if bi, ok := toInt(b); ok {
+				return ai == bi
+			}
+		}
+		return af == bf
+	}
+	switch a := a.(type) {
+	case string:
+		b, ok := b.(string)
+		if !ok {
+			return false
+		}
+		if a == b {
+			return true
+		}
+		qa, errA := resource.ParseQuantity(a)
+		if errA != nil {
+			return false
+		}
+		qb, errB := resource.ParseQuantity(b)
+		return errB == nil && qa.Cmp(qb) == 0
+	case bool:
+		b, ok := b.(bool)
+		return ok && a == b
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func toInt(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return v, true
+	case int:
+		return int64(v), true
+	case int32:
+		return int64(v), true
+	case json.Number:
+		i, err := v.Int64()
+		return i, err == nil
+	}
+	return 0, false
+}
+
+func toFloat(v any) (float64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return float64(v), true
+	case int:
+		return float64(v), true
+	case int32:
+		return float64(v), true
+	case float64:
+		return v, true
+	case float32:
+		return float64(v), true
+	case json.Number:
+		f, err := v.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// liveContent converts a live object to its unstructured content.
+func liveContent(obj client.Object) (map[string]any, error) {
+	if u, ok := obj.(runtime.Unstructured); ok {
+		return u.UnstructuredContent(), nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("convert live %T: %w", obj, err)
+	}
+	return m, nil
+}
+
+// toUnstructured wraps intent for server-side apply.
+func toUnstructured(intent map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: intent}
+}

@@ -1,0 +1,157 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/convergo-dev/convergo/ownership"
+)
+
+// Prune deletes the children of owner that g no longer declares: objects of the given types that
+// carry owner's tracking label (see package ownership) and are not a child of g, e.g. the Service
+// of an optional feature that was switched off. It lists through the Applier's client (the cache)
+// and deletes with a UID precondition and background propagation; objects already being deleted
+// are left alone. It returns the objects it deleted.
+//
+// types defaults to g.Types(), which cannot contain a kind g no longer declares at all: pass every
+// kind the controller may create (the kinds it owns).
+func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, types ...client.Object) ([]client.Object, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	if len(types) == 0 {
+		types = g.Types()
+	}
+	declared := map[childIdentity]bool{}
+	for _, n := range g.nodes {
+		id, err := a.identityOf(n.obj, owner)
+		if err != nil {
+			return nil, fmt.Errorf("prune: child %q: %w", n.name, err)
+		}
+		declared[id] = true
+	}
+	var deleted []client.Object
+	for _, t := range types {
+		items, gvk, err := a.listTracked(ctx, owner, t)
+		if err != nil {
+			return deleted, err
+		}
+		for _, item := range items {
+			id := childIdentity{gk: gvk.GroupKind(), namespace: item.GetNamespace(), name: item.GetName()}
+			if declared[id] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil {
+				continue
+			}
+			if err := deleteExact(ctx, a.client, item); err != nil {
+				return deleted, fmt.Errorf("prune %s: %w", describe(gvk, client.ObjectKeyFromObject(item)), err)
+			}
+			logf.FromContext(ctx).Info("pruned child no longer declared", "object", describe(gvk, client.ObjectKeyFromObject(item)))
+			deleted = append(deleted, item)
+		}
+	}
+	return deleted, nil
+}
+
+// DeleteOwned deletes every child of owner of the given types (found by owner's tracking label)
+// and reports whether none is left. Use it during deletion when the graph cannot be built (e.g.
+// the owner's spec became invalid); Graph.Delete is preferable since it respects the order.
+func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ...client.Object) (done bool, err error) {
+	remaining := 0
+	for _, t := range types {
+		items, gvk, err := a.listTracked(ctx, owner, t)
+		if err != nil {
+			return false, err
+		}
+		for _, item := range items {
+			if !belongsTo(item, owner) {
+				continue
+			}
+			remaining++
+			if item.GetDeletionTimestamp() != nil {
+				continue
+			}
+			if err := deleteExact(ctx, a.client, item); err != nil {
+				return false, fmt.Errorf("delete %s: %w", describe(gvk, client.ObjectKeyFromObject(item)), err)
+			}
+		}
+	}
+	return remaining == 0, nil
+}
+
+type childIdentity struct {
+	gk        schema.GroupKind
+	namespace string
+	name      string
+}
+
+// identityOf returns the identity desired has once applied for owner (namespace defaulted).
+func (a *Applier) identityOf(desired, owner client.Object) (childIdentity, error) {
+	gvk, err := apiutil.GVKForObject(desired, a.scheme)
+	if err != nil {
+		return childIdentity{}, err
+	}
+	namespaced, err := a.namespaced(desired, owner)
+	if err != nil {
+		return childIdentity{}, err
+	}
+	ns := desired.GetNamespace()
+	switch {
+	case !namespaced:
+		ns = ""
+	case ns == "" && owner != nil:
+		ns = owner.GetNamespace()
+	}
+	return childIdentity{gk: gvk.GroupKind(), namespace: ns, name: desired.GetName()}, nil
+}
+
+// listTracked lists the objects of t's kind carrying owner's tracking label, in all namespaces.
+func (a *Applier) listTracked(ctx context.Context, owner, t client.Object) ([]client.Object, schema.GroupVersionKind, error) {
+	gvk, err := apiutil.GVKForObject(t, a.scheme)
+	if err != nil {
+		return nil, gvk, fmt.Errorf("list tracked children: %w", err)
+	}
+	list, err := a.newList(t, gvk)
+	if err != nil {
+		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
+	}
+	if err := a.client.List(ctx, list, client.MatchingLabels(ownership.TrackingLabels(owner))); err != nil {
+		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
+	}
+	objs, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
+	}
+	out := make([]client.Object, 0, len(objs))
+	for _, o := range objs {
+		co, ok := o.(client.Object)
+		if !ok {
+			return nil, gvk, fmt.Errorf("list tracked %s: item %T is not a client.Object", gvk.Kind, o)
+		}
+		out = append(out, co)
+	}
+	return out, gvk, nil
+}
+
+func (a *Applier) newList(t client.Object, gvk schema.GroupVersionKind) (client.ObjectList, error) {
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	if _, ok := t.(*unstructured.Unstructured); ok {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(listGVK)
+		return l, nil
+	}
+	o, err := a.scheme.New(listGVK)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := o.(client.ObjectList)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a list", o)
+	}
+	return l, nil
+}

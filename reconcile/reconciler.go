@@ -1,0 +1,712 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/convergo-dev/convergo/finalizer"
+	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/status"
+)
+
+// Condition reasons the Reconciler writes.
+const (
+	// ReasonReconciled: Ready=True, every child is applied and ready.
+	ReasonReconciled = "Reconciled"
+	// ReasonWaitingForDependencies: some child is held back until the children it depends on are ready.
+	ReasonWaitingForDependencies = "WaitingForDependencies"
+	// ReasonProgressing: every child is applied, some are not ready yet.
+	ReasonProgressing = "Progressing"
+	// ReasonReconcileError: a transient error; the reconcile is retried with backoff.
+	ReasonReconcileError = "ReconcileError"
+	// ReasonInvalidSpec: the default reason of an *InvalidSpecError (Stalled=True, no retry).
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonInvalidGraph: the children graph is invalid (Graph.Validate failed): Stalled=True.
+	ReasonInvalidGraph = "InvalidGraph"
+	// ReasonDeleting: the object is being deleted and waits for its children or its cleanup.
+	ReasonDeleting = "Deleting"
+)
+
+// defaultPollInterval is how long a deletion that waits for something without a watch event waits
+// before looking again.
+const defaultPollInterval = 10 * time.Second
+
+// Object is what a Reconciler reconciles: an API object whose status carries conditions (see
+// status.Object), such as *v1alpha1.Memcached with GetConditions/SetConditions.
+type Object interface {
+	status.Object
+}
+
+// ChildrenFunc builds the graph of obj's desired children from its spec. It is called on every
+// reconcile (and during deletion, to delete in reverse order) and must not modify obj. Return an
+// error made with Invalid for a spec that can never work as it is: the object becomes Stalled and is
+// not retried until its spec changes. Any other error is retried with backoff.
+type ChildrenFunc[T Object] func(ctx context.Context, obj T) (*Graph, error)
+
+// InvalidSpecError reports a spec that cannot be reconciled until it changes. The Reconciler turns it
+// into Stalled=True (with Reason), a Warning event, and no requeue.
+type InvalidSpecError struct {
+	// Reason is the condition reason, CamelCase; empty means ReasonInvalidSpec.
+	Reason string
+	// Err describes what is wrong.
+	Err error
+}
+
+// Error returns the description of what is wrong.
+func (e *InvalidSpecError) Error() string {
+	if e.Err == nil {
+		return "invalid spec"
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *InvalidSpecError) Unwrap() error { return e.Err }
+
+func (e *InvalidSpecError) reason() string {
+	if e.Reason == "" {
+		return ReasonInvalidSpec
+	}
+	return e.Reason
+}
+
+// Invalid returns an *InvalidSpecError with a formatted message (%w wraps as with fmt.Errorf).
+func Invalid(format string, args ...any) error {
+	return &InvalidSpecError{Err: fmt.Errorf(format, args...)}
+}
+
+// ReconcilerOption configures NewReconciler. (The package's Option type configures the Applier;
+// pass those through WithApplierOptions.)
+type ReconcilerOption func(*reconcilerConfig)
+
+type reconcilerConfig struct {
+	name          string
+	finalizer     string
+	cleanup       any // func(context.Context, T) (bool, error), checked in NewReconciler
+	statusFn      any // func(context.Context, T, *GraphResult) error
+	owns          []client.Object
+	applierOpts   []Option
+	maxConcurrent int
+	recorder      events.EventRecorder
+	pollInterval  time.Duration
+}
+
+// WithName sets the controller name, used for logs, metrics, events, the field manager of every
+// write, and the default finalizer. Default: the lower-case kind of T.
+func WithName(name string) ReconcilerOption { return func(c *reconcilerConfig) { c.name = name } }
+
+// WithFinalizer sets the finalizer name. Default: "<group of T>/finalizer", e.g.
+// "cache.convergo.dev/finalizer" ("convergo.dev/<name>" for core types).
+func WithFinalizer(name string) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.finalizer = name }
+}
+
+// WithCleanup sets a hook run during deletion after every child is gone and before the finalizer is
+// removed, for what lives outside the cluster. It reports done=false while work remains; the object is
+// then looked at again after the poll interval. It must be idempotent. The function must have the type
+// func(context.Context, T) (bool, error) for the Reconciler's T.
+func WithCleanup[T Object](cleanup func(ctx context.Context, obj T) (done bool, err error)) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.cleanup = cleanup }
+}
+
+// WithStatus sets a hook that fills status fields of obj from the apply result (e.g. readyReplicas
+// from the live Deployment in res.Child("deployment").Object). It runs after every successful apply;
+// the Reconciler sets the conditions afterwards and writes the status only if it changed. An error made
+// with Invalid stalls the object; any other error is retried.
+func WithStatus[T Object](fill func(ctx context.Context, obj T, res *GraphResult) error) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.statusFn = fill }
+}
+
+// WithOwns declares the child types the controller creates (empty objects such as &appsv1.Deployment{}).
+// They are watched from the start, so a change to a child wakes its owner, and they are pruned even
+// after the graph stops declaring the type altogether. Child types a graph declares but WithOwns does
+// not are watched from the first reconcile that declares them; declare every type here to be safe
+// across restarts.
+func WithOwns(objs ...client.Object) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.owns = append(c.owns, objs...) }
+}
+
+// WithApplierOptions passes options to the Reconciler's Applier (WithAdoptOrphans,
+// WithRecreateOnImmutable, WithFieldManager; the field manager defaults to the controller name).
+func WithApplierOptions(opts ...Option) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.applierOpts = append(c.applierOpts, opts...) }
+}
+
+// WithMaxConcurrentReconciles sets how many objects are reconciled at once. Default 1.
+func WithMaxConcurrentReconciles(n int) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.maxConcurrent = n }
+}
+
+// WithEventRecorder replaces the manager's event recorder (mgr.GetEventRecorder(name)), e.g. with
+// events.NewFakeRecorder in tests.
+func WithEventRecorder(rec events.EventRecorder) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.recorder = rec }
+}
+
+// WithPollInterval sets how long a deletion waits before looking again when it waits for something
+// that may not produce a watch event (children of unwatched types, the cleanup hook). Default 10s.
+func WithPollInterval(d time.Duration) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.pollInterval = d }
+}
+
+// Reconciler is a generic controller for T: it keeps T's children (a Graph built by a ChildrenFunc)
+// applied, prunes the ones no longer declared, reports progress in T's conditions, and on deletion
+// removes the children in reverse order, runs the cleanup hook and only then releases the finalizer.
+//
+// One reconcile runs these steps:
+//
+//  1. get T from the cache (not found: done);
+//  2. being deleted: delete the graph in reverse order, run the cleanup hook, remove the finalizer;
+//  3. ensure the finalizer;
+//  4. build the graph (an *InvalidSpecError or an invalid graph stalls the object);
+//  5. apply the children in dependency order (server-side apply only on drift);
+//  6. once everything is ready, prune children no longer declared;
+//  7. run the WithStatus hook and set Ready / Reconciling / Stalled;
+//  8. patch the status only if it changed.
+//
+// A converged object reconciled again makes no API request beyond cache reads. Create one with
+// NewReconciler and register it with SetupWithManager.
+type Reconciler[T Object] struct {
+	name      string
+	gvk       schema.GroupVersionKind
+	newObj    func() T
+	children  ChildrenFunc[T]
+	client    client.Client
+	scheme    *runtime.Scheme
+	cache     cache.Cache
+	applier   *Applier
+	patcher   *status.Patcher
+	recorder  events.EventRecorder
+	finalizer string
+	cleanup   func(context.Context, T) (bool, error)
+	statusFn  func(context.Context, T, *GraphResult) error
+	owns      []client.Object
+	poll      time.Duration
+	maxConc   int
+	metrics   *reconcilerMetrics
+	initErr   error
+
+	mu         sync.Mutex
+	controller controller.Controller
+	handler    handler.EventHandler
+	watched    map[schema.GroupVersionKind]client.Object
+	finalizing map[types.NamespacedName]bool
+}
+
+// NewReconciler returns a Reconciler for T using the manager's client (cache reads), API reader
+// (conflict re-reads), scheme and event recorder. T must be a pointer to a struct type registered in
+// the manager's scheme. A configuration error is returned by SetupWithManager (and Reconcile).
+func NewReconciler[T Object](mgr manager.Manager, children ChildrenFunc[T], opts ...ReconcilerOption) *Reconciler[T] {
+	cfg := reconcilerConfig{maxConcurrent: 1, pollInterval: defaultPollInterval}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	r := &Reconciler[T]{
+		children:   children,
+		client:     mgr.GetClient(),
+		scheme:     mgr.GetScheme(),
+		cache:      mgr.GetCache(),
+		poll:       cfg.pollInterval,
+		maxConc:    cfg.maxConcurrent,
+		watched:    map[schema.GroupVersionKind]client.Object{},
+		finalizing: map[types.NamespacedName]bool{},
+	}
+	r.initErr = r.init(mgr, cfg)
+	return r
+}
+
+func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
+	var zero T
+	typ := reflect.TypeOf(zero)
+	if typ == nil || typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("new reconciler: type %v must be a pointer to a struct", typ)
+	}
+	r.newObj = func() T { return reflect.New(typ.Elem()).Interface().(T) }
+	if r.children == nil {
+		return errors.New("new reconciler: children function is nil")
+	}
+	gvk, err := apiutil.GVKForObject(r.newObj(), r.scheme)
+	if err != nil {
+		return fmt.Errorf("new reconciler for %v: %w", typ, err)
+	}
+	r.gvk = gvk
+	r.name = cfg.name
+	if r.name == "" {
+		r.name = strings.ToLower(gvk.Kind)
+	}
+	r.finalizer = cfg.finalizer
+	if r.finalizer == "" {
+		if gvk.Group != "" {
+			r.finalizer = gvk.Group + "/finalizer"
+		} else {
+			r.finalizer = "convergo.dev/" + r.name
+		}
+	}
+	if cfg.cleanup != nil {
+		fn, ok := cfg.cleanup.(func(context.Context, T) (bool, error))
+		if !ok {
+			return fmt.Errorf("new reconciler %s: WithCleanup takes a func(context.Context, %v) (bool, error), got %T", r.name, typ, cfg.cleanup)
+		}
+		r.cleanup = fn
+	}
+	if cfg.statusFn != nil {
+		fn, ok := cfg.statusFn.(func(context.Context, T, *GraphResult) error)
+		if !ok {
+			return fmt.Errorf("new reconciler %s: WithStatus takes a func(context.Context, %v, *GraphResult) error, got %T", r.name, typ, cfg.statusFn)
+		}
+		r.statusFn = fn
+	}
+	writer := client.WithFieldOwner(mgr.GetClient(), r.name)
+	r.client = writer
+	r.applier = NewApplier(mgr.GetClient(), r.scheme, append([]Option{WithFieldManager(r.name)}, cfg.applierOpts...)...)
+	r.patcher = status.NewPatcher(writer, status.WithReader(mgr.GetAPIReader()))
+	r.recorder = cfg.recorder
+	if r.recorder == nil {
+		r.recorder = mgr.GetEventRecorder(r.name)
+	}
+	r.handler = ownership.EnqueueTrackedOwner(r.newObj(), r.scheme)
+	r.metrics = newReconcilerMetrics(r.name)
+	for _, o := range cfg.owns {
+		gvk, err := apiutil.GVKForObject(o, r.scheme)
+		if err != nil {
+			return fmt.Errorf("new reconciler %s: WithOwns(%T): %w", r.name, o, err)
+		}
+		if !r.hasType(gvk) {
+			r.owns = append(r.owns, o)
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler[T]) hasType(gvk schema.GroupVersionKind) bool {
+	for _, o := range r.owns {
+		if g, err := apiutil.GVKForObject(o, r.scheme); err == nil && g == gvk {
+			return true
+		}
+	}
+	return false
+}
+
+// Name returns the controller name.
+func (r *Reconciler[T]) Name() string { return r.name }
+
+// Finalizer returns the finalizer name the Reconciler adds to every T.
+func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
+
+// SetupWithManager registers the controller: it watches T (spec, label, annotation and deletion
+// changes; status-only updates do not trigger it) and every WithOwns type. Children are mapped to
+// their owner through the tracking labels every child carries (ownership.EnqueueTrackedOwner), which
+// covers children with an owner reference as well as cluster-scoped and cross-namespace ones.
+func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
+	if r.initErr != nil {
+		return r.initErr
+	}
+	b := builder.ControllerManagedBy(mgr).
+		Named(r.name).
+		For(r.newObj(), builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+			deletionStarted(),
+		))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConc})
+	r.mu.Lock()
+	for _, o := range r.owns {
+		gvk, _ := apiutil.GVKForObject(o, r.scheme)
+		r.watched[gvk] = o
+		b = b.Watches(o, r.handler)
+	}
+	r.mu.Unlock()
+	c, err := b.Build(r)
+	if err != nil {
+		return fmt.Errorf("set up controller %s: %w", r.name, err)
+	}
+	r.mu.Lock()
+	r.controller = c
+	r.mu.Unlock()
+	return nil
+}
+
+// deletionStarted passes updates that set the deletion timestamp (the API server also bumps the
+// generation then, but this does not rely on it).
+func deletionStarted() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld != nil && e.ObjectNew != nil &&
+				e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// Reconcile brings one T to its desired state; see Reconciler for the steps.
+func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.initErr != nil {
+		return ctrl.Result{}, r.initErr
+	}
+	// controller-runtime's logger in ctx already carries the controller and the object's key.
+	log := logf.FromContext(ctx)
+
+	obj, err := r.get(ctx, req)
+	if err != nil || isZero(obj) {
+		return ctrl.Result{}, err
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return r.finalize(ctx, log, obj)
+	}
+	r.forgetDeletion(req.NamespacedName)
+	if _, err := finalizer.Ensure(ctx, r.client, obj, r.finalizer); err != nil {
+		r.metrics.result(resultError)
+		return ctrl.Result{}, err
+	}
+	before, err := snapshot(obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	out := r.converge(ctx, obj)
+	r.recordChildren(obj, out)
+	changed := r.setConditions(obj, out)
+	wrote, err := r.patcher.Patch(ctx, obj, before)
+	if err != nil {
+		r.metrics.result(resultError)
+		return ctrl.Result{}, errors.Join(out.err, err)
+	}
+	// A transition is a condition change that reached the server: a stale cache can make the same
+	// change look new twice, but the second time the Patcher finds nothing left to write.
+	return r.finish(log, obj, out, changed && wrote)
+}
+
+// get reads T from the cache; a missing object returns the zero T.
+func (r *Reconciler[T]) get(ctx context.Context, req ctrl.Request) (T, error) {
+	var zero T
+	obj := r.newObj()
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetDeletion(req.NamespacedName)
+			return zero, nil
+		}
+		return zero, fmt.Errorf("get %s %s: %w", r.gvk.Kind, req.NamespacedName, err)
+	}
+	return obj, nil
+}
+
+// snapshot returns a deep copy of obj for the status comparison.
+func snapshot[T Object](obj T) (T, error) {
+	c, ok := obj.DeepCopyObject().(T)
+	if !ok {
+		var zero T
+		return zero, fmt.Errorf("deep copy of %T returned %T: generate DeepCopyObject for the type", obj, obj.DeepCopyObject())
+	}
+	return c, nil
+}
+
+func isZero[T Object](obj T) bool {
+	v := reflect.ValueOf(obj)
+	return !v.IsValid() || v.IsNil()
+}
+
+// outcome is what converging one object produced.
+type outcome struct {
+	graph   *Graph
+	result  *GraphResult
+	pruned  []client.Object
+	invalid *InvalidSpecError
+	err     error
+}
+
+// converge builds the graph, applies it, prunes once everything is ready, and runs the status hook.
+func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
+	var out outcome
+	g, err := r.children(ctx, obj)
+	if err != nil {
+		return r.failed(out, fmt.Errorf("build children: %w", err))
+	}
+	if g == nil {
+		g = NewGraph()
+	}
+	out.graph = g
+	if err := g.Validate(); err != nil {
+		out.invalid = &InvalidSpecError{Reason: ReasonInvalidGraph, Err: err}
+		return out
+	}
+	r.watchTypes(ctx, g.Types())
+	out.result, err = g.Apply(ctx, r.applier, obj)
+	if err != nil {
+		return r.failed(out, err)
+	}
+	if out.result.Ready {
+		out.pruned, err = r.applier.Prune(ctx, obj, g, r.pruneTypes(g)...)
+		if err != nil {
+			return r.failed(out, err)
+		}
+	}
+	if r.statusFn != nil {
+		if err := r.statusFn(ctx, obj, out.result); err != nil {
+			return r.failed(out, fmt.Errorf("status hook: %w", err))
+		}
+	}
+	return out
+}
+
+// failed records err in out as invalid spec or transient error.
+func (r *Reconciler[T]) failed(out outcome, err error) outcome {
+	var invalid *InvalidSpecError
+	if errors.As(err, &invalid) {
+		out.invalid = invalid
+	} else {
+		out.err = err
+	}
+	return out
+}
+
+// setConditions sets Ready / Reconciling / Stalled from the outcome and reports whether they changed.
+func (r *Reconciler[T]) setConditions(obj T, out outcome) bool {
+	switch {
+	case out.invalid != nil:
+		return status.MarkStalled(obj, out.invalid.reason(), out.invalid.Error())
+	case out.err != nil:
+		return status.MarkReconciling(obj, ReasonReconcileError, out.err.Error())
+	case !out.result.Ready:
+		reason := ReasonProgressing
+		for _, c := range out.result.Children {
+			if !c.Applied {
+				reason = ReasonWaitingForDependencies
+				break
+			}
+		}
+		msg := strings.Join(out.result.Waiting, "; ")
+		if msg == "" {
+			msg = "waiting for children to become ready"
+		}
+		return status.MarkReconciling(obj, reason, msg)
+	default:
+		n := len(out.result.Children)
+		msg := fmt.Sprintf("all %d children ready", n)
+		if n == 1 {
+			msg = "the child is ready"
+		} else if n == 0 {
+			msg = "reconciled, no children"
+		}
+		return status.MarkReady(obj, ReasonReconciled, msg)
+	}
+}
+
+// finish emits the outcome's events and metrics and chooses the result.
+func (r *Reconciler[T]) finish(log logr.Logger, obj T, out outcome, transition bool) (ctrl.Result, error) {
+	switch {
+	case out.invalid != nil:
+		r.metrics.result(resultStalled)
+		if transition {
+			log.Info("invalid spec: stalled until the spec changes", "reason", out.invalid.reason(), "error", out.invalid.Error())
+			r.warn(obj, nil, out.invalid.reason(), "Reconcile", out.invalid.Error())
+		}
+		return ctrl.Result{}, nil
+	case out.err != nil:
+		r.metrics.result(resultError)
+		if transition {
+			r.warn(obj, nil, ReasonReconcileError, "Reconcile", out.err.Error())
+		}
+		return ctrl.Result{}, out.err
+	case !out.result.Ready:
+		r.metrics.result(resultWaiting)
+		log.V(1).Info("waiting for children", "waiting", out.result.Waiting)
+		return ctrl.Result{}, nil
+	default:
+		r.metrics.result(resultReady)
+		if transition {
+			log.Info("ready", "children", len(out.result.Children))
+		}
+		return ctrl.Result{}, nil
+	}
+}
+
+// finalize runs the deletion steps for an object being deleted: children in reverse order, the cleanup
+// hook, then the finalizer. Each step runs only when the previous one is done.
+func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(obj)
+	if !finalizer.Has(obj, r.finalizer) {
+		r.forgetDeletion(key)
+		return ctrl.Result{}, nil
+	}
+	r.trackDeletion(key)
+	before, err := snapshot(obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	done, err := r.deleteChildren(ctx, log, obj)
+	if err != nil {
+		r.metrics.deletionStep("children", "error")
+		r.metrics.result(resultError)
+		r.warn(obj, nil, "DeleteFailed", "Delete", err.Error())
+		return ctrl.Result{}, err
+	}
+	if !done {
+		r.metrics.deletionStep("children", "waiting")
+		return r.deletionWaits(ctx, obj, before, "waiting for children to be deleted")
+	}
+	r.metrics.deletionStep("children", "done")
+
+	var cleanup finalizer.Cleanup
+	if r.cleanup != nil {
+		cleanup = func(ctx context.Context) (bool, error) { return r.cleanup(ctx, obj) }
+	}
+	done, err = finalizer.Finalize(ctx, r.client, obj, r.finalizer, cleanup)
+	if err != nil {
+		r.metrics.deletionStep("cleanup", "error")
+		r.metrics.result(resultError)
+		r.warn(obj, nil, "CleanupFailed", "Delete", err.Error())
+		return ctrl.Result{}, err
+	}
+	if !done {
+		r.metrics.deletionStep("cleanup", "waiting")
+		return r.deletionWaits(ctx, obj, before, "waiting for cleanup")
+	}
+	r.metrics.deletionStep("finalizer", "done")
+	r.metrics.result(resultFinalized)
+	r.forgetDeletion(key)
+	log.Info("finalized: children deleted, cleanup done, finalizer removed")
+	r.normal(obj, nil, "Finalized", "Delete", "children deleted, cleanup done, finalizer "+r.finalizer+" removed")
+	return ctrl.Result{}, nil
+}
+
+// deletionWaits records in the status what the deletion waits for and looks again after the poll
+// interval (watch events of children usually come sooner).
+func (r *Reconciler[T]) deletionWaits(ctx context.Context, obj, before T, msg string) (ctrl.Result, error) {
+	r.metrics.result(resultDeleting)
+	changed := status.MarkReconciling(obj, ReasonDeleting, msg)
+	wrote, err := r.patcher.Patch(ctx, obj, before)
+	if err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: nothing left to do
+	}
+	if changed && wrote {
+		r.normal(obj, nil, ReasonDeleting, "Delete", msg)
+	}
+	return ctrl.Result{RequeueAfter: r.poll}, nil
+}
+
+// deleteChildren deletes the graph in reverse order, then any other child of the known types (types
+// the graph no longer declares, or all of them when the graph cannot be built from the spec).
+func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj T) (bool, error) {
+	typesToDelete := r.knownTypes()
+	g, err := r.children(ctx, obj)
+	switch {
+	case err != nil:
+		log.Info("cannot build the children graph; deleting owned children without order", "error", err.Error())
+	case g == nil:
+	case g.Validate() != nil:
+		log.Info("invalid children graph; deleting owned children without order", "error", g.Validate().Error())
+	default:
+		done, err := g.Delete(ctx, r.applier, obj)
+		if err != nil || !done {
+			return done, err
+		}
+		typesToDelete = r.mergeTypes(typesToDelete, g.Types())
+	}
+	return r.applier.DeleteOwned(ctx, obj, typesToDelete...)
+}
+
+// watchTypes starts watching child types a graph declares that are not watched yet (only once the
+// controller is set up; direct Reconcile calls skip this).
+func (r *Reconciler[T]) watchTypes(ctx context.Context, objs []client.Object) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.controller == nil {
+		return
+	}
+	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, r.scheme)
+		if err != nil {
+			continue
+		}
+		if _, ok := r.watched[gvk]; ok {
+			continue
+		}
+		if err := r.controller.Watch(source.Kind(r.cache, o, r.handler)); err != nil {
+			logf.FromContext(ctx).Error(err, "cannot watch child type; declare it with WithOwns", "kind", gvk.String())
+			continue
+		}
+		logf.FromContext(ctx).Info("watching child type not declared with WithOwns", "kind", gvk.String())
+		r.watched[gvk] = o
+	}
+}
+
+// knownTypes returns the WithOwns types plus every type watched since.
+func (r *Reconciler[T]) knownTypes() []client.Object {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]client.Object(nil), r.owns...)
+	for gvk, o := range r.watched {
+		if !r.hasType(gvk) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (r *Reconciler[T]) pruneTypes(g *Graph) []client.Object {
+	return r.mergeTypes(r.knownTypes(), g.Types())
+}
+
+// mergeTypes appends the types of more that a does not hold yet.
+func (r *Reconciler[T]) mergeTypes(a, more []client.Object) []client.Object {
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, o := range a {
+		if gvk, err := apiutil.GVKForObject(o, r.scheme); err == nil {
+			seen[gvk] = true
+		}
+	}
+	for _, o := range more {
+		gvk, err := apiutil.GVKForObject(o, r.scheme)
+		if err != nil || seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		a = append(a, o)
+	}
+	return a
+}
+
+func (r *Reconciler[T]) trackDeletion(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.finalizing[key] {
+		r.finalizing[key] = true
+		r.metrics.finalizing(len(r.finalizing))
+	}
+}
+
+func (r *Reconciler[T]) forgetDeletion(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finalizing[key] {
+		delete(r.finalizing, key)
+		r.metrics.finalizing(len(r.finalizing))
+	}
+}

@@ -1,0 +1,571 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/convergo-dev/convergo/finalizer"
+	"github.com/convergo-dev/convergo/internal/testapi"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/status"
+	"github.com/convergo-dev/convergo/testing/harness"
+)
+
+// The Reconciler tests install the Widget CRD themselves (the package's TestMain is shared with the
+// Applier tests) and use a scheme that knows Widgets.
+var (
+	widgetSetupOnce sync.Once
+	widgetScheme    *runtime.Scheme
+	widgetSetupErr  error
+	widgetRuns      atomic.Int64
+)
+
+// widgetTest is one Reconciler test: a namespace, a client knowing Widgets, and a running manager
+// whose API requests are counted.
+type widgetTest struct {
+	env     *harness.Env
+	ns      string
+	client  client.Client
+	counter *harness.RequestCounter
+	rec     *reconcile.Reconciler[*testapi.Widget]
+	name    string
+	calls   atomic.Int64 // Children calls
+}
+
+// widgetHoldFinalizer lets a test keep a child in Terminating.
+const widgetHoldFinalizer = "test.convergo.dev/hold"
+
+// widgetChildren declares config -> derived: a ConfigMap with the Widget's data, and a second one that
+// depends on it and is applied only once the first carries the annotation ready=true (set by the test);
+// plus an optional third one while spec.data.extra is set.
+func widgetChildren(calls *atomic.Int64) reconcile.ChildrenFunc[*testapi.Widget] {
+	return func(ctx context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+		calls.Add(1)
+		if w.Spec.Invalid != "" {
+			return nil, reconcile.Invalid("spec.invalid is set: %s", w.Spec.Invalid)
+		}
+		g := reconcile.NewGraph()
+		g.Add("config", &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"},
+			Data:       w.Spec.Data,
+		}).ReadyWhen(func(live client.Object) (bool, string) {
+			if live.GetAnnotations()["ready"] == "true" {
+				return true, ""
+			}
+			return false, "not annotated ready=true"
+		})
+		g.Add("derived", &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-derived"},
+			Data:       map[string]string{"replicas": fmt.Sprint(w.Spec.Replicas)},
+		}).DependsOn("config")
+		if extra := w.Spec.Data["extra"]; extra != "" {
+			g.Add("extra", &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-extra"},
+				Data:       map[string]string{"extra": extra},
+			})
+		}
+		return g, nil
+	}
+}
+
+func newWidgetTest(t *testing.T, opts ...reconcile.ReconcilerOption) *widgetTest {
+	t.Helper()
+	env := harness.Default()
+	widgetSetupOnce.Do(func() {
+		_, widgetSetupErr = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{testapi.CRDDir()}})
+		if widgetSetupErr == nil {
+			widgetScheme, widgetSetupErr = harness.NewScheme(testapi.AddToScheme)
+		}
+	})
+	if widgetSetupErr != nil {
+		t.Fatal(widgetSetupErr)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: widgetScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := &widgetTest{
+		env: env, ns: env.Namespace(t), client: c, counter: harness.NewRequestCounter(),
+		name: "widget-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())),
+	}
+	if len(wt.name) > 55 {
+		wt.name = wt.name[:55]
+	}
+	// Unique per run, so metrics (process-wide) and events of repeated runs (-count) do not add up.
+	wt.name = fmt.Sprintf("%s-%d", wt.name, widgetRuns.Add(1))
+	opts = append([]reconcile.ReconcilerOption{
+		reconcile.WithName(wt.name),
+		reconcile.WithOwns(&corev1.ConfigMap{}),
+		reconcile.WithPollInterval(200 * time.Millisecond),
+	}, opts...)
+	env.StartManager(t, func(mgr manager.Manager) error {
+		wt.rec = reconcile.NewReconciler(mgr, widgetChildren(&wt.calls), opts...)
+		return wt.rec.SetupWithManager(mgr)
+	}, harness.WithManagerConfig(wt.counter.Wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
+		o.Scheme = widgetScheme
+	}))
+	return wt
+}
+
+func (wt *widgetTest) create(t *testing.T, name string, spec testapi.WidgetSpec) *testapi.Widget {
+	t.Helper()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: wt.ns}, Spec: spec}
+	if err := wt.client.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (wt *widgetTest) waitWidget(t *testing.T, w *testapi.Widget, what string, cond func(*testapi.Widget) bool) *testapi.Widget {
+	t.Helper()
+	got := &testapi.Widget{}
+	t.Logf("waiting for %s", what)
+	harness.WaitForObject(t, wt.client, client.ObjectKeyFromObject(w), got, time.Minute, cond)
+	return got
+}
+
+func (wt *widgetTest) annotateReady(t *testing.T, name string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: wt.ns}}
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"ready":"true"}}}`))
+	if err := wt.client.Patch(t.Context(), cm, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// events returns "Type Reason" of the events about the named object, oldest first.
+func (wt *widgetTest) events(t *testing.T, name string) []string {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := wt.client.List(t.Context(), list, client.InNamespace(wt.ns)); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(list.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.ReportingController == wt.name {
+			out = append(out, e.Type+" "+e.Reason)
+		}
+	}
+	return out
+}
+
+func (wt *widgetTest) waitEvent(t *testing.T, name, want string) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, func() (bool, string) {
+		got := wt.events(t, name)
+		return slices.Contains(got, want), fmt.Sprintf("events about %s: %v, want %q", name, got, want)
+	})
+}
+
+// metricValue sums the samples of a metric on controller-runtime's registry whose labels include want.
+func metricValue(t *testing.T, name string, want map[string]string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if !labelsInclude(m.GetLabel(), want) {
+				continue
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func labelsInclude(labels []*dto.LabelPair, want map[string]string) bool {
+	found := 0
+	for _, l := range labels {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			found++
+		}
+	}
+	return found == len(want)
+}
+
+// settledCalls waits until the manager has stopped reconciling (no Children call for half a second) and
+// returns the number of calls so far.
+func (wt *widgetTest) settledCalls(t *testing.T) int64 {
+	t.Helper()
+	last := wt.calls.Load()
+	for range 20 {
+		time.Sleep(500 * time.Millisecond)
+		now := wt.calls.Load()
+		if now == last {
+			return now
+		}
+		last = now
+	}
+	t.Fatalf("the controller keeps reconciling: %d Children calls", last)
+	return 0
+}
+
+func isReady(w *testapi.Widget) bool   { return status.IsReady(w) }
+func isStalled(w *testapi.Widget) bool { return status.IsStalled(w) }
+
+func condition(w *testapi.Widget, t string) string {
+	c := status.Get(w, t)
+	if c == nil {
+		return "absent"
+	}
+	return fmt.Sprintf("%s/%s", c.Status, c.Reason)
+}
+
+// TestIntegrationReconcilerConverges: a Widget with config -> derived waits on the dependency
+// (Reconciling, no spinning), converges to Ready once the dependency is ready (woken by the child's
+// watch event), and then reconciles with zero API requests.
+func TestIntegrationReconcilerConverges(t *testing.T) {
+	wt := newWidgetTest(t)
+	w := wt.create(t, "app", testapi.WidgetSpec{Data: map[string]string{"k": "v"}, Replicas: 2})
+
+	got := wt.waitWidget(t, w, "Reconciling/WaitingForDependencies", func(w *testapi.Widget) bool {
+		return condition(w, status.Reconciling) == "True/WaitingForDependencies"
+	})
+	if diff := cmp.Diff([]string{wt.rec.Finalizer()}, got.Finalizers); diff != "" {
+		t.Errorf("finalizers (-want +got):\n%s", diff)
+	}
+	if c := status.Get(got, status.Ready); c == nil || c.Status != metav1.ConditionFalse ||
+		c.Message != "config: not annotated ready=true; derived waits for config: not annotated ready=true" {
+		t.Errorf("Ready = %+v", c)
+	}
+	err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: "app-derived"}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("derived exists before its dependency is ready (get: %v)", err)
+	}
+
+	// Waiting does not spin: with nothing changing, no further reconcile happens.
+	calls := wt.settledCalls(t)
+	time.Sleep(time.Second)
+	if n := wt.calls.Load() - calls; n != 0 {
+		t.Errorf("%d reconciles while waiting with nothing changing, want 0", n)
+	}
+
+	// The dependency becomes ready: the child's watch event wakes the owner.
+	wt.annotateReady(t, "app-config")
+	got = wt.waitWidget(t, w, "Ready", isReady)
+	if c := status.Get(got, status.Ready); c.Reason != reconcile.ReasonReconciled || c.Message != "all 2 children ready" {
+		t.Errorf("Ready = %+v", c)
+	}
+	if got.Status.ObservedGeneration != got.Generation || status.Get(got, status.Reconciling) != nil {
+		t.Errorf("status = %+v", got.Status)
+	}
+	derived := &corev1.ConfigMap{}
+	if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: "app-derived"}, derived); err != nil {
+		t.Fatal(err)
+	}
+	if derived.Data["replicas"] != "2" {
+		t.Errorf("derived data = %v", derived.Data)
+	}
+	wt.waitEvent(t, "app", "Normal Created")
+	if n := metricValue(t, "convergo_child_operations_total", map[string]string{"controller": wt.name, "kind": "ConfigMap", "operation": "Created"}); n != 2 {
+		t.Errorf("convergo_child_operations_total{operation=Created} = %v, want 2", n)
+	}
+
+	// Steady state: reconciling again makes no API request at all (cache reads only).
+	readyLTT := status.Get(got, status.Ready).LastTransitionTime
+	wt.settledCalls(t) // let the manager's own reconciles of the last writes finish
+	wt.counter.Reset()
+	for range 5 {
+		res, err := wt.rec.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)})
+		if err != nil || !res.IsZero() {
+			t.Fatalf("Reconcile = %+v, %v", res, err)
+		}
+	}
+	// A label change on the Widget passes the watch predicate: the manager reconciles it too.
+	before := wt.calls.Load()
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"touched":"yes"}}}`))
+	if err := wt.client.Patch(t.Context(), &testapi.Widget{ObjectMeta: w.ObjectMeta}, patch); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, func() (bool, string) {
+		return wt.calls.Load() > before, "waiting for the manager to reconcile the label change"
+	})
+	time.Sleep(200 * time.Millisecond)
+	if reqs := wt.counter.Snapshot(); len(reqs) != 0 {
+		t.Errorf("steady-state reconciles made %d API requests, want 0:\n%s", len(reqs), reqs)
+	}
+	final := &testapi.Widget{}
+	if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), final); err != nil {
+		t.Fatal(err)
+	}
+	if ltt := status.Get(final, status.Ready).LastTransitionTime; !ltt.Equal(&readyLTT) {
+		t.Errorf("Ready lastTransitionTime moved from %v to %v", readyLTT, ltt)
+	}
+
+	// A spec change is applied and stamped with the new generation.
+	final.Spec.Replicas = 3
+	if err := wt.client.Update(t.Context(), final); err != nil {
+		t.Fatal(err)
+	}
+	got = wt.waitWidget(t, w, "Ready at the new generation", isReady)
+	if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(derived), derived); err != nil {
+		t.Fatal(err)
+	}
+	if derived.Data["replicas"] != "3" || got.Status.ObservedGeneration != final.Generation {
+		t.Errorf("derived data %v, observedGeneration %d (generation %d)", derived.Data, got.Status.ObservedGeneration, final.Generation)
+	}
+}
+
+// TestIntegrationReconcilerInvalidSpec: an invalid spec stalls the Widget with a Warning event and
+// no requeue; fixing the spec recovers.
+func TestIntegrationReconcilerInvalidSpec(t *testing.T) {
+	wt := newWidgetTest(t)
+	w := wt.create(t, "bad", testapi.WidgetSpec{Invalid: "replicas must be even"})
+
+	got := wt.waitWidget(t, w, "Stalled", isStalled)
+	want := map[string]string{status.Ready: "False/InvalidSpec", status.Stalled: "True/InvalidSpec", status.Reconciling: "absent"}
+	gotConds := map[string]string{}
+	for t := range want {
+		gotConds[t] = condition(got, t)
+	}
+	if diff := cmp.Diff(want, gotConds); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	if msg := status.Get(got, status.Stalled).Message; msg != "spec.invalid is set: replicas must be even" {
+		t.Errorf("Stalled message = %q", msg)
+	}
+	wt.waitEvent(t, "bad", "Warning InvalidSpec")
+
+	// No requeue: nothing happens until the spec changes.
+	calls := wt.settledCalls(t)
+	wt.counter.Reset()
+	time.Sleep(time.Second)
+	if n := wt.calls.Load() - calls; n != 0 {
+		t.Errorf("%d reconciles of a stalled Widget with nothing changing, want 0", n)
+	}
+	if n := wt.counter.Snapshot().Writes(); n != 0 {
+		t.Errorf("%d writes while stalled, want 0:\n%s", n, wt.counter.Snapshot())
+	}
+
+	// Fixing the spec recovers.
+	got.Spec.Invalid = ""
+	if err := wt.client.Update(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	wt.annotateReadyWhenCreated(t, "bad-config")
+	got = wt.waitWidget(t, w, "Ready after fixing the spec", isReady)
+	if status.Get(got, status.Stalled) != nil {
+		t.Errorf("Stalled kept after recovery: %v", got.Status.Conditions)
+	}
+}
+
+func (wt *widgetTest) annotateReadyWhenCreated(t *testing.T, name string) {
+	t.Helper()
+	harness.WaitForObject(t, wt.client, client.ObjectKey{Namespace: wt.ns, Name: name}, &corev1.ConfigMap{}, time.Minute, nil)
+	wt.annotateReady(t, name)
+}
+
+// TestIntegrationReconcilerDeletion: deletion deletes the children in reverse dependency order, then
+// runs the cleanup hook until it reports done, and only then removes the finalizer.
+func TestIntegrationReconcilerDeletion(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		cleanup []string // what each cleanup call saw
+	)
+	cleanupHook := func(ctx context.Context, w *testapi.Widget) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		var present []string
+		for _, n := range []string{w.Name + "-config", w.Name + "-derived"} {
+			if err := harness.Default().Client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: n}, &corev1.ConfigMap{}); err == nil {
+				present = append(present, n)
+			}
+		}
+		cleanup = append(cleanup, fmt.Sprintf("children present: %v", present))
+		return len(cleanup) >= 2, nil // not done the first time
+	}
+	wt := newWidgetTest(t, reconcile.WithCleanup(cleanupHook))
+	w := wt.create(t, "gone", testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
+	wt.annotateReadyWhenCreated(t, "gone-config")
+	wt.waitWidget(t, w, "Ready", isReady)
+
+	// Hold the dependent child in Terminating to observe the order.
+	derived := &corev1.ConfigMap{}
+	if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: "gone-derived"}, derived); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := finalizer.Ensure(t.Context(), wt.client, derived, widgetHoldFinalizer); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := wt.client.Delete(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForObject(t, wt.client, client.ObjectKeyFromObject(derived), derived, time.Minute,
+		func(cm *corev1.ConfigMap) bool { return cm.DeletionTimestamp != nil })
+	got := wt.waitWidget(t, w, "Reconciling/Deleting", func(w *testapi.Widget) bool {
+		return condition(w, status.Reconciling) == "True/Deleting"
+	})
+	if msg := status.Get(got, status.Reconciling).Message; msg != "waiting for children to be deleted" {
+		t.Errorf("Reconciling message = %q", msg)
+	}
+	config := &corev1.ConfigMap{}
+	if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: "gone-config"}, config); err != nil {
+		t.Fatalf("config deleted before the child depending on it is gone: %v", err)
+	}
+	if config.DeletionTimestamp != nil {
+		t.Error("config is being deleted while the child depending on it still exists")
+	}
+	if n := metricValue(t, "convergo_finalizing_objects", map[string]string{"controller": wt.name}); n != 1 {
+		t.Errorf("convergo_finalizing_objects = %v, want 1", n)
+	}
+	mu.Lock()
+	if len(cleanup) != 0 {
+		t.Errorf("cleanup ran while children exist: %v", cleanup)
+	}
+	mu.Unlock()
+
+	// Release the hold: derived goes, then config, then cleanup (twice), then the finalizer.
+	if _, err := finalizer.Remove(t.Context(), wt.client, derived, widgetHoldFinalizer); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForDeletion(t, wt.client, w, time.Minute)
+	mu.Lock()
+	if diff := cmp.Diff([]string{"children present: []", "children present: []"}, cleanup); diff != "" {
+		t.Errorf("cleanup calls (-want +got):\n%s", diff)
+	}
+	mu.Unlock()
+	for _, n := range []string{"gone-config", "gone-derived"} {
+		err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: n}, &corev1.ConfigMap{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("child %s still exists after finalization (get: %v)", n, err)
+		}
+	}
+	wt.waitEvent(t, "gone", "Normal Finalized")
+	harness.Eventually(t, 10*time.Second, func() (bool, string) {
+		n := metricValue(t, "convergo_finalizing_objects", map[string]string{"controller": wt.name})
+		return n == 0, fmt.Sprintf("convergo_finalizing_objects = %v", n)
+	})
+}
+
+// TestIntegrationReconcilerKeepsOtherFinalizers: another controller's finalizer on the Widget survives
+// our finalizer handling.
+func TestIntegrationReconcilerKeepsOtherFinalizers(t *testing.T) {
+	wt := newWidgetTest(t)
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: wt.ns, Finalizers: []string{"other.example.com/keep"}}}
+	if err := wt.client.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	wt.annotateReadyWhenCreated(t, "shared-config")
+	got := wt.waitWidget(t, w, "Ready", isReady)
+	if diff := cmp.Diff([]string{"other.example.com/keep", wt.rec.Finalizer()}, got.Finalizers); diff != "" {
+		t.Errorf("finalizers (-want +got):\n%s", diff)
+	}
+	if err := wt.client.Delete(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	got = wt.waitWidget(t, w, "our finalizer removed", func(w *testapi.Widget) bool {
+		return !slices.Contains(w.Finalizers, wt.rec.Finalizer())
+	})
+	if diff := cmp.Diff([]string{"other.example.com/keep"}, got.Finalizers); diff != "" {
+		t.Errorf("finalizers after finalization (-want +got):\n%s", diff)
+	}
+	if _, err := finalizer.Remove(t.Context(), wt.client, got, "other.example.com/keep"); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForDeletion(t, wt.client, w, time.Minute)
+}
+
+// TestIntegrationReconcilerPrunes: a child the graph no longer declares is deleted (once the rest is
+// ready), with a Normal Deleted event and a metric.
+func TestIntegrationReconcilerPrunes(t *testing.T) {
+	wt := newWidgetTest(t, reconcile.WithStatus(func(_ context.Context, w *testapi.Widget, res *reconcile.GraphResult) error {
+		w.Status.ReadyChildren = 0
+		for _, c := range res.Children {
+			if c.Ready {
+				w.Status.ReadyChildren++
+			}
+		}
+		return nil
+	}))
+	w := wt.create(t, "opt", testapi.WidgetSpec{Data: map[string]string{"extra": "on"}})
+	wt.annotateReadyWhenCreated(t, "opt-config")
+	got := wt.waitWidget(t, w, "Ready with three children", func(w *testapi.Widget) bool {
+		return status.IsReady(w) && status.Get(w, status.Ready).Message == "all 3 children ready" && w.Status.ReadyChildren == 3
+	})
+	extra := &corev1.ConfigMap{}
+	if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: "opt-extra"}, extra); err != nil {
+		t.Fatal(err)
+	}
+
+	got.Spec.Data = nil
+	if err := wt.client.Update(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForDeletion(t, wt.client, extra, time.Minute)
+	wt.waitWidget(t, w, "Ready with two children", func(w *testapi.Widget) bool {
+		return status.IsReady(w) && status.Get(w, status.Ready).Message == "all 2 children ready" && w.Status.ReadyChildren == 2
+	})
+	wt.waitEvent(t, "opt", "Normal Deleted")
+	if n := metricValue(t, "convergo_child_operations_total", map[string]string{"controller": wt.name, "kind": "ConfigMap", "operation": "Deleted"}); n != 1 {
+		t.Errorf("convergo_child_operations_total{operation=Deleted} = %v, want 1", n)
+	}
+}
+
+// TestIntegrationReconcilerTransientError: a child the API server rejects is a transient error:
+// Reconciling with the error, one Warning event, retries with backoff (not a hot loop), and recovery.
+func TestIntegrationReconcilerTransientError(t *testing.T) {
+	wt := newWidgetTest(t)
+	w := wt.create(t, "flaky", testapi.WidgetSpec{Data: map[string]string{"not a valid key!": "v"}})
+	got := wt.waitWidget(t, w, "Reconciling/ReconcileError", func(w *testapi.Widget) bool {
+		return condition(w, status.Reconciling) == "True/ReconcileError"
+	})
+	if c := status.Get(got, status.Ready); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not a valid key!") {
+		t.Errorf("Ready = %+v, want False with the API server's error", c)
+	}
+	wt.waitEvent(t, "flaky", "Warning ReconcileError")
+
+	// Retried with backoff: more attempts follow, but not a hot loop, and the unchanged error is not
+	// written again.
+	calls := wt.calls.Load()
+	wt.counter.Reset()
+	time.Sleep(3 * time.Second)
+	retries := wt.calls.Load() - calls
+	if retries < 2 || retries > 30 {
+		t.Errorf("%d retries in 3s; want a few (backoff)", retries)
+	}
+	if n := wt.counter.Snapshot().Count("patch", "widgets/status"); n != 0 {
+		t.Errorf("%d status patches for an unchanged error, want 0", n)
+	}
+	if n := len(slices.DeleteFunc(wt.events(t, "flaky"), func(e string) bool { return e != "Warning ReconcileError" })); n != 1 {
+		t.Errorf("%d Warning ReconcileError events, want 1 per transition", n)
+	}
+
+	got.Spec.Data = map[string]string{"valid": "v"}
+	if err := wt.client.Update(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	wt.annotateReadyWhenCreated(t, "flaky-config")
+	wt.waitWidget(t, w, "Ready after the fix", isReady)
+}

@@ -1,0 +1,304 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/convergo-dev/convergo/internal/testapi"
+	"github.com/convergo-dev/convergo/status"
+)
+
+// rtManager is the part of a manager NewReconciler uses; any other method panics.
+type rtManager struct {
+	manager.Manager
+	client client.Client
+	scheme *runtime.Scheme
+}
+
+func (m rtManager) GetClient() client.Client                       { return m.client }
+func (m rtManager) GetScheme() *runtime.Scheme                     { return m.scheme }
+func (m rtManager) GetCache() cache.Cache                          { return nil }
+func (m rtManager) GetAPIReader() client.Reader                    { return m.client }
+func (m rtManager) GetEventRecorder(string) recorder.EventRecorder { return nil }
+
+func rtScheme(t testing.TB) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := testapi.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func rtReconciler(t testing.TB, opts ...ReconcilerOption) (*Reconciler[*testapi.Widget], *events.FakeRecorder) {
+	t.Helper()
+	s := rtScheme(t)
+	rec := events.NewFakeRecorder(100)
+	mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s}
+	r := NewReconciler(mgr, func(context.Context, *testapi.Widget) (*Graph, error) { return NewGraph(), nil },
+		append([]ReconcilerOption{WithEventRecorder(rec)}, opts...)...)
+	if r.initErr != nil {
+		t.Fatal(r.initErr)
+	}
+	return r, rec
+}
+
+func drain(rec *events.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	base := errors.New("size must be positive")
+	cases := map[string]struct {
+		err        error
+		wantReason string
+		wantMsg    string
+		wantIs     error
+	}{
+		"formatted":         {err: Invalid("replicas %d > %d", 12, 10), wantReason: ReasonInvalidSpec, wantMsg: "replicas 12 > 10"},
+		"wrapping":          {err: Invalid("spec: %w", base), wantReason: ReasonInvalidSpec, wantMsg: "spec: size must be positive", wantIs: base},
+		"custom reason":     {err: &InvalidSpecError{Reason: "BadSize", Err: base}, wantReason: "BadSize", wantMsg: "size must be positive", wantIs: base},
+		"wrapped by caller": {err: fmt.Errorf("build: %w", Invalid("x")), wantReason: ReasonInvalidSpec, wantMsg: "x"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var inv *InvalidSpecError
+			if !errors.As(tc.err, &inv) {
+				t.Fatalf("errors.As(%v, *InvalidSpecError) = false", tc.err)
+			}
+			if inv.reason() != tc.wantReason || inv.Error() != tc.wantMsg {
+				t.Errorf("reason %q message %q; want %q %q", inv.reason(), inv.Error(), tc.wantReason, tc.wantMsg)
+			}
+			if tc.wantIs != nil && !errors.Is(tc.err, tc.wantIs) {
+				t.Errorf("errors.Is(%v, %v) = false", tc.err, tc.wantIs)
+			}
+		})
+	}
+}
+
+func TestSetConditions(t *testing.T) {
+	applied := func(name string, ready bool) ChildResult {
+		return ChildResult{Name: name, Applied: true, Ready: ready, Operation: OperationUnchanged}
+	}
+	cases := map[string]struct {
+		out  outcome
+		want map[string]string // type -> "Status Reason: Message"
+	}{
+		"invalid spec stalls": {
+			out:  outcome{invalid: &InvalidSpecError{Err: errors.New("bad size")}},
+			want: map[string]string{status.Ready: "False InvalidSpec: bad size", status.Stalled: "True InvalidSpec: bad size"},
+		},
+		"transient error": {
+			out:  outcome{err: errors.New("apply child \"config\": connection refused")},
+			want: map[string]string{status.Ready: `False ReconcileError: apply child "config": connection refused`, status.Reconciling: `True ReconcileError: apply child "config": connection refused`},
+		},
+		"a child held back by a dependency": {
+			out: outcome{result: &GraphResult{
+				Children: []ChildResult{applied("config", false), {Name: "web"}},
+				Waiting:  []string{"config: no key", "web waits for config: no key"},
+			}},
+			want: map[string]string{
+				status.Ready:       "False WaitingForDependencies: config: no key; web waits for config: no key",
+				status.Reconciling: "True WaitingForDependencies: config: no key; web waits for config: no key",
+			},
+		},
+		"all applied, one not ready": {
+			out: outcome{result: &GraphResult{
+				Children: []ChildResult{applied("config", true), applied("web", false)},
+				Waiting:  []string{"web: 1 of 3 replicas available"},
+			}},
+			want: map[string]string{
+				status.Ready:       "False Progressing: web: 1 of 3 replicas available",
+				status.Reconciling: "True Progressing: web: 1 of 3 replicas available",
+			},
+		},
+		"ready": {
+			out:  outcome{result: &GraphResult{Ready: true, Children: []ChildResult{applied("a", true), applied("b", true)}}},
+			want: map[string]string{status.Ready: "True Reconciled: all 2 children ready"},
+		},
+		"ready, one child": {
+			out:  outcome{result: &GraphResult{Ready: true, Children: []ChildResult{applied("a", true)}}},
+			want: map[string]string{status.Ready: "True Reconciled: the child is ready"},
+		},
+		"ready, no children": {
+			out:  outcome{result: &GraphResult{Ready: true}},
+			want: map[string]string{status.Ready: "True Reconciled: reconciled, no children"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, _ := rtReconciler(t)
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Generation: 4}}
+			// Start from the opposite state so every case is a change.
+			status.MarkStalled(w, "Old", "old")
+			if tc.out.invalid != nil {
+				status.MarkReady(w, "Old", "old")
+			}
+			if !r.setConditions(w, tc.out) {
+				t.Error("setConditions reported no change")
+			}
+			got := map[string]string{}
+			for _, c := range w.Status.Conditions {
+				got[c.Type] = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+				if c.ObservedGeneration != 4 {
+					t.Errorf("%s observedGeneration = %d, want 4", c.Type, c.ObservedGeneration)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if r.setConditions(w, tc.out) {
+				t.Error("second setConditions reported a change")
+			}
+		})
+	}
+}
+
+func TestRecordChildren(t *testing.T) {
+	r, rec := rtReconciler(t, WithName("record-children-test"))
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}
+	live := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+	}
+	g := NewGraph()
+	g.Add("a", live("a"))
+	g.Add("b", live("b"))
+	g.Add("c", live("c"))
+	g.Add("d", live("d"))
+	out := outcome{
+		graph: g,
+		result: &GraphResult{Children: []ChildResult{
+			{Name: "a", Object: live("a"), Operation: OperationCreated, Applied: true},
+			{Name: "b", Object: live("b"), Operation: OperationUnchanged, Applied: true},
+			{Name: "c", Operation: OperationRecreated, Applied: true}, // recreated, old one still going
+			{Name: "d"}, // waiting: no operation
+		}},
+		pruned: []client.Object{live("old")},
+	}
+	r.recordChildren(owner, out)
+	want := []string{
+		"Normal Created created ConfigMap ns/a",
+		"Normal Recreated recreated ConfigMap ns/c",
+		"Normal Deleted deleted ConfigMap ns/old: no longer declared",
+	}
+	if diff := cmp.Diff(want, drain(rec)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	counts := map[string]float64{}
+	for _, op := range []Operation{OperationCreated, OperationUnchanged, OperationRecreated, OperationDeleted, OperationUpdated} {
+		m := &dto.Metric{}
+		if err := childOperationsTotal.WithLabelValues("record-children-test", "ConfigMap", string(op)).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		counts[string(op)] = m.GetCounter().GetValue()
+	}
+	wantCounts := map[string]float64{"Created": 1, "Unchanged": 1, "Recreated": 1, "Deleted": 1, "Updated": 0}
+	if diff := cmp.Diff(wantCounts, counts); diff != "" {
+		t.Errorf("convergo_child_operations_total (-want +got):\n%s", diff)
+	}
+}
+
+func TestEventNoteIsBounded(t *testing.T) {
+	r, rec := rtReconciler(t)
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}
+	r.warn(owner, nil, "ReconcileError", "Reconcile", strings.Repeat("ü", 2000)+" 100%")
+	got := drain(rec)
+	if len(got) != 1 {
+		t.Fatalf("events = %v", got)
+	}
+	note := strings.TrimPrefix(got[0], "Warning ReconcileError ")
+	if len(note) > maxEventNote || !strings.HasSuffix(note, "...") || !strings.HasPrefix(note, "üü") {
+		t.Errorf("note of %d bytes: %.20q...", len(note), note)
+	}
+}
+
+func TestNewReconcilerDefaultsAndErrors(t *testing.T) {
+	s := rtScheme(t)
+	mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s}
+	children := func(context.Context, *testapi.Widget) (*Graph, error) { return nil, nil }
+
+	r := NewReconciler(mgr, children, WithEventRecorder(events.NewFakeRecorder(1)))
+	if r.initErr != nil {
+		t.Fatal(r.initErr)
+	}
+	if got := []string{r.Name(), r.Finalizer()}; !cmp.Equal(got, []string{"widget", "test.convergo.dev/finalizer"}) {
+		t.Errorf("name, finalizer = %v", got)
+	}
+	r = NewReconciler(mgr, children, WithName("gadget"), WithFinalizer("example.com/gadget"),
+		WithOwns(&corev1.ConfigMap{}, &corev1.ConfigMap{}, &corev1.Secret{}), WithPollInterval(time.Second))
+	if r.initErr != nil || r.Name() != "gadget" || r.Finalizer() != "example.com/gadget" || len(r.owns) != 2 || r.poll != time.Second {
+		t.Errorf("options not applied: err %v name %q finalizer %q owns %d poll %v", r.initErr, r.Name(), r.Finalizer(), len(r.owns), r.poll)
+	}
+
+	errCases := map[string]struct {
+		mgr      manager.Manager
+		children ChildrenFunc[*testapi.Widget]
+		opts     []ReconcilerOption
+		want     string
+	}{
+		"type not in scheme": {
+			mgr: rtManager{client: mgr.client, scheme: runtime.NewScheme()}, children: children,
+			want: "no kind is registered",
+		},
+		"nil children": {mgr: mgr, want: "children function is nil"},
+		"cleanup for another type": {
+			mgr: mgr, children: children,
+			opts: []ReconcilerOption{WithCleanup(func(context.Context, *rtOther) (bool, error) { return true, nil })},
+			want: "WithCleanup takes a func(context.Context, *testapi.Widget) (bool, error)",
+		},
+		"status hook for another type": {
+			mgr: mgr, children: children,
+			opts: []ReconcilerOption{WithStatus(func(context.Context, *rtOther, *GraphResult) error { return nil })},
+			want: "WithStatus takes a func(context.Context, *testapi.Widget, *GraphResult) error",
+		},
+	}
+	for name, tc := range errCases {
+		t.Run(name, func(t *testing.T) {
+			r := NewReconciler(tc.mgr, tc.children, append(tc.opts, WithEventRecorder(events.NewFakeRecorder(1)))...)
+			if r.initErr == nil || !strings.Contains(r.initErr.Error(), tc.want) {
+				t.Fatalf("init error = %v, want it to contain %q", r.initErr, tc.want)
+			}
+			if err := r.SetupWithManager(tc.mgr); err != r.initErr {
+				t.Errorf("SetupWithManager = %v, want the init error", err)
+			}
+			if _, err := r.Reconcile(t.Context(), ctrlRequest("ns", "w")); err != r.initErr {
+				t.Errorf("Reconcile = %v, want the init error", err)
+			}
+		})
+	}
+}
+
+// rtOther is another Object type, to pass hooks for the wrong type.
+type rtOther struct{ testapi.Widget }
+
+func ctrlRequest(namespace, name string) ctrl.Request {
+	return ctrl.Request{NamespacedName: client.ObjectKey{Namespace: namespace, Name: name}}
+}
