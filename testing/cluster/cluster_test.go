@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergo-dev/convergo/testing/assets"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
@@ -37,6 +38,16 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	// `go test ./...` without `make test` still finds (or builds) the binaries; the library itself
+	// never imports testing/assets, only this test does.
+	if os.Getenv(BinaryDirEnv) == "" {
+		dir, err := assets.Ensure(context.Background(), assets.WithComponents(assets.AllComponents()...), assets.WithProgress(os.Stderr))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "control-plane binaries: %v\n", err)
+			os.Exit(1)
+		}
+		os.Setenv(BinaryDirEnv, dir)
+	}
 	code := m.Run()
 	if c := shared.cluster; c != nil {
 		if code != 0 {
