@@ -57,6 +57,19 @@ test: $(CONTROLLER_GEN) assets ## Install what is needed and run every test agai
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
 	  $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
+.PHONY: test-chaos
+test-chaos: $(CONTROLLER_GEN) assets ## Slow fault-injection suites (apiserver kill, etcd pause, manager kill, leader election).
+	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
+	  $(GO) test -tags chaos -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./internal/reliability/... ./testing/cluster/...
+
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (never part of make test; seeds run in make test).
+	$(GO) test ./reconcile/ -run '^$$' -fuzz '^FuzzIntent$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./reconcile/ -run '^$$' -fuzz '^FuzzIntentSubset$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./status/ -run '^$$' -fuzz '^FuzzSetConditions$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./status/ -run '^$$' -fuzz '^FuzzPatchDelta$$' -fuzztime $(FUZZTIME)
+
 .PHONY: demo
 demo: assets ## Start a local cluster, run both example operators and show them converge (ARGS=--keep keeps it).
 	$(GO) run ./examples/demo $(ARGS)

@@ -1,0 +1,576 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/convergo-dev/convergo/builders"
+	memcachedv1alpha1 "github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
+	memcached "github.com/convergo-dev/convergo/examples/memcached/controller"
+	welcomev1alpha1 "github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	welcome "github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/status"
+	"github.com/convergo-dev/convergo/testing/assets"
+	"github.com/convergo-dev/convergo/testing/cluster"
+)
+
+// namespace is where the demo applies the samples.
+const namespace = "demo"
+
+// options are the command-line options.
+type options struct {
+	keep    bool
+	nodes   int
+	timeout time.Duration
+	runDir  string
+}
+
+// demo holds what the steps share.
+type demo struct {
+	out     io.Writer
+	opts    options
+	root    string
+	client  client.Client
+	clients kubernetes.Interface
+}
+
+func run(ctx context.Context, out io.Writer, opts options) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	runDir := opts.runDir
+	if !filepath.IsAbs(runDir) {
+		runDir = filepath.Join(root, runDir)
+	}
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", runDir, err)
+	}
+
+	step(out, "Locating or building the control-plane binaries (the first build takes several minutes)")
+	binDir, err := assets.Ensure(ctx, assets.WithComponents(assets.AllComponents()...), assets.WithProgress(os.Stderr))
+	if err != nil {
+		return fmt.Errorf("control-plane binaries: %w", err)
+	}
+
+	step(out, fmt.Sprintf("Starting a local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with %d nodes", opts.nodes))
+	clusterDir := filepath.Join(runDir, "cluster")
+	if err := os.RemoveAll(clusterDir); err != nil {
+		return fmt.Errorf("remove the previous run's cluster: %w", err)
+	}
+	began := time.Now()
+	c, err := cluster.Start(ctx, cluster.WithBinaryDir(binDir), cluster.WithNodes(opts.nodes), cluster.WithRunDir(clusterDir))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(out, "Stopping the cluster.")
+		if err := c.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		}
+	}()
+	fmt.Fprintf(out, "Cluster ready in %s: nodes %s.\n", time.Since(began).Round(100*time.Millisecond), strings.Join(c.Nodes, ", "))
+
+	step(out, "Installing the Memcached and Welcome CRDs")
+	crds, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{
+		Paths: []string{
+			filepath.Join(root, "examples", "memcached", "config", "crd", "bases"),
+			filepath.Join(root, "examples", "welcome", "config", "crd", "bases"),
+		},
+		ErrorIfPathMissing: true,
+		MaxTime:            opts.timeout,
+	})
+	if err != nil {
+		return fmt.Errorf("install CRDs: %w", err)
+	}
+	for _, crd := range crds {
+		fmt.Fprintf(out, "  %s\n", crd.Name)
+	}
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, memcachedv1alpha1.AddToScheme, welcomev1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	logPath := filepath.Join(runDir, "operators.log")
+	stopOperators, err := startOperators(c, scheme, logPath)
+	if err != nil {
+		return err
+	}
+	defer stopOperators()
+	step(out, "Running both operators in one manager (logs: "+relative(root, logPath)+")")
+
+	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("create clientset: %w", err)
+	}
+	d := &demo{out: out, opts: opts, root: root, client: cl, clients: cs}
+	if err := d.steps(ctx); err != nil {
+		return err
+	}
+	if !opts.keep {
+		step(out, "Done: every step went as expected.")
+		return nil
+	}
+
+	step(out, "--keep: applying the samples again and leaving everything running")
+	if err := d.applySamples(ctx); err != nil {
+		return err
+	}
+	if err := d.waitReady(ctx, map[string]int32{"Memcached/sessions": 3, "Welcome/alice": 2}); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nThe cluster and the operators keep running. In another terminal:\n\n"+
+		"  export KUBECONFIG=%s\n"+
+		"  kubectl get welcomes,memcacheds -n %s\n"+
+		"  kubectl get deployments,services,configmaps,pods -n %s\n"+
+		"  kubectl wait --for=condition=Ready welcome/alice -n %s\n\n"+
+		"Press Ctrl-C to stop.\n", c.KubeconfigPath, namespace, namespace, namespace)
+	<-ctx.Done()
+	return nil
+}
+
+// startOperators runs the Memcached and Welcome controllers in one manager, logging to logPath, and
+// returns a function that stops it.
+func startOperators(c *cluster.Cluster, scheme *runtime.Scheme, logPath string) (func(), error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create operator log: %w", err)
+	}
+	logger := zap.New(zap.WriteTo(logFile))
+	ctrl.SetLogger(logger)
+	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 logger,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	for _, setup := range []func(ctrl.Manager) error{memcached.SetupWithManager, welcome.SetupWithManager} {
+		if err := setup(mgr); err != nil {
+			logFile.Close()
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "demo: operators: %v\n", err)
+		}
+		logFile.Close()
+	}, nil
+}
+
+// steps runs the demo proper: apply, recover from the missing Secret, scale up, delete in order.
+func (d *demo) steps(ctx context.Context) error {
+	step(d.out, `Creating namespace "`+namespace+`" (Pod Security Standard "restricted" enforced) and applying the samples`)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}}}
+	if err := d.client.Create(ctx, ns); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	if err := d.applySamples(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(d.out, "The Welcome names a password Secret that does not exist yet:")
+	err := d.watchTable(ctx, func(objs []object) bool {
+		w := find(objs, "Welcome/alice")
+		return w != nil && w.condition(status.Stalled) == "True/"+welcome.ReasonSecretNotFound
+	})
+	if err != nil {
+		return err
+	}
+
+	step(d.out, "Creating Secret alice-password with a random password (never printed, never in the Welcome)")
+	password := make([]byte, 18)
+	if _, err := rand.Read(password); err != nil {
+		return fmt.Errorf("generate password: %w", err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "alice-password"},
+		Data:       map[string][]byte{"password": []byte(base64.RawURLEncoding.EncodeToString(password))},
+	}
+	if err := d.client.Create(ctx, secret); err != nil {
+		return fmt.Errorf("create secret: %w", err)
+	}
+	if err := d.waitReady(ctx, map[string]int32{"Memcached/sessions": 3, "Welcome/alice": 2}); err != nil {
+		return err
+	}
+
+	step(d.out, "Scaling up: Memcached sessions 3 -> 5 pods, Welcome alice 2 -> 4 pods")
+	if err := d.patch(ctx, &memcachedv1alpha1.Memcached{}, "sessions", `{"spec":{"size":5}}`); err != nil {
+		return err
+	}
+	if err := d.patch(ctx, &welcomev1alpha1.Welcome{}, "alice", `{"spec":{"replicas":4}}`); err != nil {
+		return err
+	}
+	if err := d.waitReady(ctx, map[string]int32{"Memcached/sessions": 5, "Welcome/alice": 4}); err != nil {
+		return err
+	}
+	return d.deleteInOrder(ctx)
+}
+
+// applySamples creates the objects of both examples' config/samples in the demo namespace.
+func (d *demo) applySamples(ctx context.Context) error {
+	for _, ex := range []string{"memcached", "welcome"} {
+		dir := filepath.Join(d.root, "examples", ex, "config", "samples")
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			return fmt.Errorf("list samples: %w", err)
+		}
+		for _, f := range files {
+			if filepath.Base(f) == "kustomization.yaml" {
+				continue
+			}
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return fmt.Errorf("read sample: %w", err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(data, &u.Object); err != nil {
+				return fmt.Errorf("%s: %w", relative(d.root, f), err)
+			}
+			u.SetNamespace(namespace)
+			if err := d.client.Create(ctx, u); err != nil {
+				return fmt.Errorf("apply %s: %w", relative(d.root, f), err)
+			}
+			fmt.Fprintf(d.out, "  %s/%s from %s\n", u.GetKind(), u.GetName(), relative(d.root, f))
+		}
+	}
+	return nil
+}
+
+// waitReady prints the status table until every object named in want ("Kind/name" to desired
+// replicas) is Ready for its current generation with that many ready replicas.
+func (d *demo) waitReady(ctx context.Context, want map[string]int32) error {
+	return d.watchTable(ctx, func(objs []object) bool {
+		for name, replicas := range want {
+			o := find(objs, name)
+			if o == nil || !o.ready() || o.readyReplicas != replicas {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// watchTable prints the status table whenever it changes until done accepts the objects.
+func (d *demo) watchTable(ctx context.Context, done func([]object) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.timeout)
+	defer cancel()
+	began := time.Now()
+	last := ""
+	for {
+		objs, err := d.objects(ctx)
+		if err != nil {
+			return err
+		}
+		if table := render(objs); table != last {
+			fmt.Fprintf(d.out, "\n[%5.1fs]\n%s", time.Since(began).Seconds(), table)
+			last = table
+		}
+		if done(objs) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the operators: %w", context.Cause(ctx))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// deleteInOrder deletes the Welcome and the Memcached and shows their children disappear, checking
+// that each operator deletes them in reverse dependency order.
+func (d *demo) deleteInOrder(ctx context.Context) error {
+	step(d.out, "Deleting Welcome alice and Memcached sessions: each operator removes its children in reverse order")
+	ctx, cancel := context.WithTimeout(ctx, d.opts.timeout)
+	defer cancel()
+	deleted, stopWatches, err := d.watchDeletions(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopWatches()
+	began := time.Now()
+	for _, obj := range []client.Object{
+		&welcomev1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "alice"}},
+		&memcachedv1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "sessions"}},
+	} {
+		if err := d.client.Delete(ctx, obj); err != nil {
+			return fmt.Errorf("delete %s: %w", obj.GetName(), err)
+		}
+	}
+	want := map[string][]string{
+		welcome.Name:   {"Service/alice", "Deployment/alice", "ConfigMap/alice"},
+		memcached.Name: {"Service/sessions", "Deployment/sessions"},
+	}
+	var seen []deletion
+	for len(seen) < len(want[welcome.Name])+len(want[memcached.Name]) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the children to be deleted (seen: %v): %w", seen, context.Cause(ctx))
+		case del := <-deleted:
+			fmt.Fprintf(d.out, "  +%4.2fs  %-20s deleted (by %s)\n", time.Since(began).Seconds(), del.name, del.operator)
+			seen = append(seen, del)
+		}
+	}
+	// Deletions of different operators interleave; within one operator they must follow the graph.
+	slices.SortStableFunc(seen, func(a, b deletion) int { return compareRevisions(a.revision, b.revision) })
+	for operator, order := range want {
+		var got []string
+		for _, del := range seen {
+			if del.operator == operator {
+				got = append(got, del.name)
+			}
+		}
+		if !slices.Equal(got, order) {
+			return fmt.Errorf("%s deleted its children in the order %v, want %v", operator, got, order)
+		}
+		fmt.Fprintf(d.out, "  %s: %s, in order.\n", operator, strings.Join(got, " -> "))
+	}
+	return d.watchTable(ctx, func(objs []object) bool { return len(objs) == 0 })
+}
+
+// deletion is one child's disappearance as seen by a watch.
+type deletion struct {
+	name     string // Kind/name
+	operator string // the managed-by label
+	revision string // the resourceVersion of the deletion
+}
+
+// watchDeletions watches the Services, Deployments and ConfigMaps of the namespace that an example
+// operator manages and reports their deletions.
+func (d *demo) watchDeletions(ctx context.Context) (<-chan deletion, func(), error) {
+	sel := metav1.ListOptions{LabelSelector: builders.LabelManagedBy + " in (" + memcached.Name + "," + welcome.Name + ")"}
+	var watches []watch.Interface
+	stop := func() {
+		for _, w := range watches {
+			w.Stop()
+		}
+	}
+	for kind, start := range map[string]func() (watch.Interface, error){
+		"Service":    func() (watch.Interface, error) { return d.clients.CoreV1().Services(namespace).Watch(ctx, sel) },
+		"Deployment": func() (watch.Interface, error) { return d.clients.AppsV1().Deployments(namespace).Watch(ctx, sel) },
+		"ConfigMap":  func() (watch.Interface, error) { return d.clients.CoreV1().ConfigMaps(namespace).Watch(ctx, sel) },
+	} {
+		w, err := start()
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("watch %ss: %w", kind, err)
+		}
+		watches = append(watches, w)
+	}
+	out := make(chan deletion, 16)
+	for _, w := range watches {
+		go func() {
+			for ev := range w.ResultChan() {
+				if ev.Type != watch.Deleted {
+					continue
+				}
+				obj, ok := ev.Object.(client.Object)
+				if !ok {
+					continue
+				}
+				kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
+				out <- deletion{
+					name:     kind + "/" + obj.GetName(),
+					operator: obj.GetLabels()[builders.LabelManagedBy],
+					revision: obj.GetResourceVersion(),
+				}
+			}
+		}()
+	}
+	return out, stop, nil
+}
+
+// compareRevisions orders resourceVersions. They are opaque to clients in general; this demo's
+// single etcd hands them out in increasing order, which is all it relies on to show the order.
+func compareRevisions(a, b string) int {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return 0
+	}
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// patch applies a JSON merge patch to the named object of obj's type in the demo namespace.
+func (d *demo) patch(ctx context.Context, obj client.Object, name, patch string) error {
+	obj.SetNamespace(namespace)
+	obj.SetName(name)
+	if err := d.client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		return fmt.Errorf("patch %s: %w", name, err)
+	}
+	return nil
+}
+
+// object is one row of the status table.
+type object struct {
+	kind, name          string
+	generation          int64
+	desired             int32
+	readyReplicas       int32
+	conditions          []metav1.Condition
+	conditionGeneration bool // every condition is for the current generation
+}
+
+func (o *object) key() string { return o.kind + "/" + o.name }
+
+// condition returns "Status/Reason" of a condition, or "".
+func (o *object) condition(t string) string {
+	for _, c := range o.conditions {
+		if c.Type == t {
+			return string(c.Status) + "/" + c.Reason
+		}
+	}
+	return ""
+}
+
+func (o *object) ready() bool {
+	return o.conditionGeneration && strings.HasPrefix(o.condition(status.Ready), "True/")
+}
+
+// objects lists the Memcacheds and Welcomes of the demo namespace.
+func (d *demo) objects(ctx context.Context) ([]object, error) {
+	var mcs memcachedv1alpha1.MemcachedList
+	if err := d.client.List(ctx, &mcs, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list memcacheds: %w", err)
+	}
+	var ws welcomev1alpha1.WelcomeList
+	if err := d.client.List(ctx, &ws, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list welcomes: %w", err)
+	}
+	var out []object
+	for _, m := range mcs.Items {
+		out = append(out, newObject("Memcached", &m, m.Spec.Size, m.Status.ReadyReplicas, m.Status.Conditions))
+	}
+	for _, w := range ws.Items {
+		replicas := int32(1)
+		if w.Spec.Replicas != nil {
+			replicas = *w.Spec.Replicas
+		}
+		out = append(out, newObject("Welcome", &w, replicas, w.Status.ReadyReplicas, w.Status.Conditions))
+	}
+	return out, nil
+}
+
+func newObject(kind string, obj client.Object, desired, ready int32, conds []metav1.Condition) object {
+	o := object{kind: kind, name: obj.GetName(), generation: obj.GetGeneration(), desired: desired, readyReplicas: ready, conditions: conds}
+	o.conditionGeneration = len(conds) > 0
+	for _, c := range conds {
+		if c.ObservedGeneration != o.generation {
+			o.conditionGeneration = false
+		}
+	}
+	return o
+}
+
+func find(objs []object, key string) *object {
+	for i := range objs {
+		if objs[i].key() == key {
+			return &objs[i]
+		}
+	}
+	return nil
+}
+
+// render formats the status table.
+func render(objs []object) string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "KIND\tNAME\tREADY\tCONDITIONS")
+	for _, o := range objs {
+		var conds []string
+		for _, c := range o.conditions {
+			s := c.Type + "=" + string(c.Status)
+			if c.Status != metav1.ConditionTrue || c.Type != status.Ready {
+				s += " (" + c.Reason + ")"
+			}
+			conds = append(conds, s)
+		}
+		if len(conds) == 0 {
+			conds = []string{"-"}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\n", o.kind, o.name, o.readyReplicas, o.desired, strings.Join(conds, ", "))
+	}
+	if len(objs) == 0 {
+		fmt.Fprintln(w, "(none)\t\t\t")
+	}
+	w.Flush()
+	return b.String()
+}
+
+func step(out io.Writer, msg string) {
+	fmt.Fprintf(out, "\n==> %s\n", msg)
+}
+
+// relative returns path relative to the repository root, for display.
+func relative(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil {
+		return rel
+	}
+	return path
+}
+
+// moduleRoot returns the repository root: the closest directory above the working directory whose
+// go.mod declares the Convergo module.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find the repository root: %w", err)
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(data), "module github.com/convergo-dev/convergo\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find the repository root: run the demo inside the Convergo repository (make demo)")
+		}
+		dir = parent
+	}
+}

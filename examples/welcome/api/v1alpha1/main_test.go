@@ -1,0 +1,23 @@
+package v1alpha1_test
+
+import (
+	"testing"
+
+	"github.com/convergo-dev/convergo/examples/internal/gencheck"
+	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/testing/harness"
+)
+
+// TestMain starts a real kube-apiserver and etcd with the committed Welcome CRD installed.
+func TestMain(m *testing.M) {
+	harness.Main(m,
+		harness.WithCRDPaths("../../config/crd/bases"),
+		harness.WithSchemeAdders(v1alpha1.AddToScheme),
+	)
+}
+
+// TestGeneratedFilesAreCurrent fails when the committed deepcopy code, CRD or RBAC role differ from what
+// `make generate manifests` produces.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	gencheck.Check(t, "welcome")
+}

@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/convergo-dev/convergo/builders"
+	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/reconcile"
+)
+
+const (
+	// PageKey is the ConfigMap key of the page, mounted as PageDir/PageKey in the web server.
+	PageKey = "page.html"
+	// PageDir is where the page ConfigMap is mounted in the web server's container.
+	PageDir = "/etc/welcome"
+	// PasswordVersionAnnotation is the pod template annotation holding the resourceVersion of the
+	// password Secret: the web server reads the password at start, so a new Secret version rolls it.
+	PasswordVersionAnnotation = "web.convergo.dev/password-version"
+)
+
+// Labels returns the standard labels of a Welcome's children; Labels(w).Selector() selects its pods.
+func Labels(w *v1alpha1.Welcome) builders.Labels {
+	return builders.Labels{
+		Name:      "welcome",
+		Instance:  w.Name,
+		Component: "web",
+		PartOf:    "welcome",
+		ManagedBy: Name,
+	}
+}
+
+// Children returns the children of w as a graph: the page ConfigMap, then the Deployment of web
+// servers that mounts it (and rolls when it changes), then, once the Deployment is available, the
+// Service. Deletion goes in reverse: Service, Deployment, ConfigMap.
+//
+// password is the metadata of the Secret that spec.passwordSecretRef names, or nil when the spec
+// names none. Only its resourceVersion is used (to roll the pods when the Secret changes): the
+// password itself goes to the pods through a secretKeyRef environment variable and never passes
+// through the operator.
+func Children(w *v1alpha1.Welcome, password *metav1.PartialObjectMetadata) (*reconcile.Graph, error) {
+	spec := w.Spec
+	labels := Labels(w)
+
+	page, err := RenderPage(spec)
+	if err != nil {
+		return nil, err
+	}
+	configMap := builders.ConfigMap(w.Name, w.Namespace, labels, map[string]string{PageKey: page})
+
+	env := []corev1.EnvVar{
+		builders.EnvLiteral("NAME", spec.Name),
+		builders.EnvLiteral("PORT", strconv.Itoa(int(spec.Port))),
+		builders.EnvLiteral("PAGE_FILE", PageDir+"/"+PageKey),
+	}
+	podOpts := []builders.PodOption{
+		builders.WithVolumes(builders.ConfigMapVolume("page", configMap.Name)),
+		builders.WithRolloutOnChange(configMap),
+	}
+	if ref := spec.PasswordSecretRef; ref != nil {
+		env = append(env, builders.EnvFromSecret("PASSWORD", ref.Name, ref.Key))
+		if password != nil {
+			podOpts = append(podOpts, builders.WithPodAnnotation(PasswordVersionAnnotation, password.ResourceVersion))
+		}
+	}
+	if spec.UserID != nil {
+		podOpts = append(podOpts, builders.WithRunAsUser(*spec.UserID))
+	}
+	container := builders.Container("web", spec.Image,
+		builders.WithPort("http", spec.Port),
+		builders.WithEnv(env...),
+		builders.WithReadOnlyVolumeMount("page", PageDir),
+		builders.WithLivenessProbe(builders.HTTPProbe("/healthz", spec.Port)),
+		builders.WithReadinessProbe(builders.HTTPProbe("/hello/", spec.Port)),
+	)
+	pod := builders.PodTemplate(labels, []corev1.Container{container}, podOpts...)
+	replicas := int32(1)
+	if spec.Replicas != nil {
+		replicas = *spec.Replicas
+	}
+	deployment := builders.Deployment(w.Name, w.Namespace, labels, pod, builders.WithReplicas(replicas))
+
+	port := corev1.ServicePort{Name: "http", Port: spec.Port, TargetPort: intstr.FromString("http")}
+	if spec.ServiceType == corev1.ServiceTypeNodePort && spec.NodePort != nil {
+		port.NodePort = *spec.NodePort
+	}
+	serviceOpts := []builders.ServiceOption{builders.WithServicePorts(port)}
+	if spec.ServiceType != "" {
+		serviceOpts = append(serviceOpts, builders.WithServiceType(spec.ServiceType))
+	}
+	service := builders.Service(w.Name, w.Namespace, labels, serviceOpts...)
+
+	g := reconcile.NewGraph()
+	g.Add("page", configMap)
+	g.Add("deployment", deployment).DependsOn("page").ReadyWhen(builders.DeploymentAvailable)
+	g.Add("service", service).DependsOn("deployment").ReadyWhen(builders.ServiceReady)
+	return g, nil
+}
+
+var pageTemplate = template.Must(template.New("page").Parse(`<dl class="profile">
+{{- with .Email}}
+<dt>E-mail</dt><dd><a href="mailto:{{.}}">{{.}}</a></dd>
+{{- end}}
+{{- with .Groups}}
+<dt>Groups</dt><dd>{{.}}</dd>
+{{- end}}
+{{- with .UserID}}
+<dt>User ID</dt><dd>{{.}}</dd>
+{{- end}}
+</dl>
+`))
+
+// RenderPage returns the HTML fragment the web server shows under its greeting: the user's e-mail,
+// groups and user ID, every value escaped. The greeting itself comes from the NAME variable.
+func RenderPage(spec v1alpha1.WelcomeSpec) (string, error) {
+	data := struct {
+		Email  string
+		Groups string
+		UserID string
+	}{Email: spec.Email, Groups: strings.Join(spec.Groups, ", ")}
+	if spec.UserID != nil {
+		data.UserID = strconv.FormatInt(*spec.UserID, 10)
+	}
+	var b bytes.Buffer
+	if err := pageTemplate.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("render page: %w", err)
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile"
+)
+
+const (
+	// Name is the controller's name: its server-side apply field manager, the source of its events,
+	// the controller label of its metrics and the managed-by label of its children.
+	Name = "welcome-operator"
+	// Finalizer holds a Welcome until its children are gone, in reverse order.
+	Finalizer = "web.convergo.dev/finalizer"
+	// ReasonSecretNotFound is the Stalled (and Ready=False) reason while the password Secret is missing.
+	ReasonSecretNotFound = "SecretNotFound"
+
+	// passwordSecretIndex indexes Welcomes by the name of their password Secret.
+	passwordSecretIndex = ".spec.passwordSecretRef.name"
+)
+
+// +kubebuilder:rbac:groups=web.convergo.dev,resources=welcomes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=web.convergo.dev,resources=welcomes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=web.convergo.dev,resources=welcomes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the Welcome controller with mgr.
+//
+// Besides the Welcomes and their children, the controller watches Secrets (metadata only: the cache
+// never holds Secret data) and wakes the Welcomes whose spec.passwordSecretRef names a Secret that was
+// created, changed or deleted.
+func SetupWithManager(mgr ctrl.Manager) error {
+	w := &welcomes{reader: mgr.GetClient()}
+	r := reconcile.NewReconciler(mgr, w.children,
+		reconcile.WithName(Name),
+		reconcile.WithFinalizer(Finalizer),
+		reconcile.WithStatus(w.status),
+		reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
+	)
+	// An index finds the Welcomes that name a Secret without scanning every Welcome.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Welcome{}, passwordSecretIndex, passwordSecretName); err != nil {
+		return fmt.Errorf("set up welcome controller: index welcomes by password secret: %w", err)
+	}
+	// reconcile.Reconciler's own SetupWithManager cannot add a watch, so the controller is built here
+	// with the same watches and predicates, plus the Secret watch.
+	children := ownership.EnqueueTrackedOwner(&v1alpha1.Welcome{}, mgr.GetScheme())
+	err := builder.ControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.Welcome{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
+			}},
+		))).
+		Watches(&corev1.ConfigMap{}, children).
+		Watches(&appsv1.Deployment{}, children).
+		Watches(&corev1.Service{}, children).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("set up welcome controller: %w", err)
+	}
+	return nil
+}
+
+// passwordSecretName is the index function of passwordSecretIndex.
+func passwordSecretName(obj client.Object) []string {
+	w, ok := obj.(*v1alpha1.Welcome)
+	if !ok || w.Spec.PasswordSecretRef == nil {
+		return nil
+	}
+	return []string{w.Spec.PasswordSecretRef.Name}
+}
+
+// forSecret maps a Secret to the Welcomes of its namespace that name it.
+func (w *welcomes) forSecret(ctx context.Context, secret client.Object) []ctrlreconcile.Request {
+	var list v1alpha1.WelcomeList
+	if err := w.reader.List(ctx, &list, client.InNamespace(secret.GetNamespace()), client.MatchingFields{passwordSecretIndex: secret.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list welcomes naming a secret", "secret", client.ObjectKeyFromObject(secret))
+		return nil
+	}
+	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
+	for _, item := range list.Items {
+		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&item)})
+	}
+	return reqs
+}
+
+// welcomes holds what the Welcome controller's functions share: the manager's cached reader.
+type welcomes struct {
+	reader client.Reader
+}
+
+// children looks the password Secret up and builds the graph with Children. A missing Secret stalls
+// the Welcome with reason SecretNotFound; the Secret watch brings it back when the Secret appears.
+func (w *welcomes) children(ctx context.Context, obj *v1alpha1.Welcome) (*reconcile.Graph, error) {
+	var password *metav1.PartialObjectMetadata
+	if ref := obj.Spec.PasswordSecretRef; ref != nil {
+		password = &metav1.PartialObjectMetadata{}
+		password.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		err := w.reader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: ref.Name}, password)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, &reconcile.InvalidSpecError{
+				Reason: ReasonSecretNotFound,
+				Err:    fmt.Errorf("secret %q named by spec.passwordSecretRef does not exist in namespace %q", ref.Name, obj.Namespace),
+			}
+		case err != nil:
+			return nil, fmt.Errorf("get password secret %s/%s: %w", obj.Namespace, ref.Name, err)
+		}
+	}
+	return Children(obj, password)
+}
+
+// status fills status.readyReplicas from the Deployment and the URLs from the Service.
+func (w *welcomes) status(_ context.Context, obj *v1alpha1.Welcome, res *reconcile.GraphResult) error {
+	st := &obj.Status
+	st.ReadyReplicas, st.ServiceURL, st.NodePort, st.NodePortURL = 0, "", 0, ""
+	if child := res.Child("deployment"); child != nil {
+		if d, ok := child.Object.(*appsv1.Deployment); ok {
+			st.ReadyReplicas = d.Status.ReadyReplicas
+		}
+	}
+	if child := res.Child("service"); child != nil {
+		if svc, ok := child.Object.(*corev1.Service); ok {
+			for _, p := range svc.Spec.Ports {
+				if p.Name != "http" {
+					continue
+				}
+				host := net.JoinHostPort(svc.Name+"."+svc.Namespace+".svc", strconv.Itoa(int(p.Port)))
+				st.ServiceURL = "http://" + host + "/hello/"
+				if svc.Spec.Type == corev1.ServiceTypeNodePort && p.NodePort != 0 {
+					st.NodePort = p.NodePort
+					st.NodePortURL = "http://<node-ip>:" + strconv.Itoa(int(p.NodePort)) + "/hello/"
+				}
+			}
+		}
+	}
+	return nil
+}

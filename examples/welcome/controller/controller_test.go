@@ -1,0 +1,549 @@
+package controller_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convergo-dev/convergo/builders"
+	"github.com/convergo-dev/convergo/examples/internal/optest"
+	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/status"
+	"github.com/convergo-dev/convergo/testing/harness"
+)
+
+const timeout = optest.Timeout
+
+// newWelcome creates a Welcome in ns and, at cleanup, deletes it and waits until the operator has
+// released it (cleanups run in reverse order, so the operator started before is still running).
+func newWelcome(t *testing.T, env *harness.Env, ns, name string, spec v1alpha1.WelcomeSpec) *v1alpha1.Welcome {
+	t.Helper()
+	w := &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	if err := env.Client.Create(t.Context(), w); err != nil {
+		t.Fatalf("create welcome: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := env.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete welcome: %v", err)
+		}
+		harness.WaitForDeletion(t, env.Client, w, timeout)
+	})
+	return w
+}
+
+// newSecret creates the password Secret.
+func newSecret(t *testing.T, c client.Client, ns, name, password string) *corev1.Secret {
+	t.Helper()
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		StringData: map[string]string{"password": password},
+	}
+	if err := c.Create(t.Context(), s); err != nil {
+		t.Fatalf("create secret: %v", err)
+	}
+	return s
+}
+
+// update changes the Welcome's spec with a retry on conflicts.
+func update(t *testing.T, c client.Client, w *v1alpha1.Welcome, change func(*v1alpha1.WelcomeSpec)) {
+	t.Helper()
+	for range 5 {
+		var live v1alpha1.Welcome
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(w), &live); err != nil {
+			t.Fatal(err)
+		}
+		change(&live.Spec)
+		err := c.Update(t.Context(), &live)
+		if err == nil {
+			*w = live
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			t.Fatalf("update welcome: %v", err)
+		}
+	}
+	t.Fatal("update welcome: too many conflicts")
+}
+
+// condition returns "Status/Reason" of the condition, or "absent".
+func condition(w *v1alpha1.Welcome, condType string) string {
+	c := status.Get(w, condType)
+	if c == nil {
+		return "absent"
+	}
+	return string(c.Status) + "/" + c.Reason
+}
+
+// conditionsAre reports whether the conditions hold want ("Status/Reason" or "absent" by type) and
+// were all set for the current generation.
+func conditionsAre(want map[string]string) func(*v1alpha1.Welcome) bool {
+	return func(w *v1alpha1.Welcome) bool {
+		for typ, s := range want {
+			if condition(w, typ) != s {
+				return false
+			}
+		}
+		for _, c := range w.Status.Conditions {
+			if c.ObservedGeneration != w.Generation {
+				return false
+			}
+		}
+		return w.Status.ObservedGeneration == w.Generation
+	}
+}
+
+var (
+	ready          = map[string]string{status.Ready: "True/Reconciled", status.Reconciling: "absent", status.Stalled: "absent"}
+	waitingDeps    = map[string]string{status.Ready: "False/WaitingForDependencies", status.Reconciling: "True/WaitingForDependencies", status.Stalled: "absent"}
+	secretNotFound = map[string]string{status.Ready: "False/SecretNotFound", status.Stalled: "True/SecretNotFound", status.Reconciling: "absent"}
+)
+
+// TestLifecycle follows one Welcome from creation to deletion: the page, the Deployment and the
+// Service in order, a page change that rolls the pods, scaling, NodePort, a port change, and teardown
+// in reverse order.
+func TestLifecycle(t *testing.T) {
+	env := harness.Default()
+	ns := env.Namespace(t)
+	env.StartManager(t, controller.SetupWithManager)
+	secret := newSecret(t, env.Client, ns, "alice-password", "s3cret")
+	w := newWelcome(t, env, ns, "alice", v1alpha1.WelcomeSpec{
+		Name:              "Alice <admin>",
+		Replicas:          ptr.To[int32](2),
+		UserID:            ptr.To[int64](1000),
+		Groups:            []string{"admins", "dev"},
+		Email:             "alice@example.com",
+		PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: secret.Name, Key: "password"},
+	})
+	key := client.ObjectKeyFromObject(w)
+
+	// The page comes first, then the Deployment; the Service waits for the Deployment.
+	var page corev1.ConfigMap
+	harness.WaitForObject(t, env.Client, key, &page, timeout, nil)
+	wantPage := "<dl class=\"profile\">\n<dt>E-mail</dt><dd><a href=\"mailto:alice@example.com\">alice@example.com</a></dd>\n<dt>Groups</dt><dd>admins, dev</dd>\n<dt>User ID</dt><dd>1000</dd>\n</dl>\n"
+	if diff := cmp.Diff(map[string]string{controller.PageKey: wantPage}, page.Data); diff != "" {
+		t.Errorf("page (-want +got):\n%s", diff)
+	}
+	var deploy appsv1.Deployment
+	harness.WaitForObject(t, env.Client, key, &deploy, timeout, nil)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(waitingDeps))
+	if err := env.Client.Get(t.Context(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("service exists before the deployment is available (get: %v)", err)
+	}
+	checkDeployment(t, &deploy, 2, 8088, "Alice <admin>", &secret.ObjectMeta)
+	if got := ptr.Deref(deploy.Spec.Template.Spec.SecurityContext.RunAsUser, 0); got != 1000 {
+		t.Errorf("pods run as user %d, want spec.userID 1000", got)
+	}
+	hash := deploy.Spec.Template.Annotations[builders.ConfigHashAnnotation]
+	if hash == "" {
+		t.Errorf("pod template has no %s annotation", builders.ConfigHashAnnotation)
+	}
+
+	// Once the Deployment is available, the Service is created and the Welcome is Ready.
+	optest.MarkDeploymentAvailable(t, env.Client, key)
+	var svc corev1.Service
+	harness.WaitForObject(t, env.Client, key, &svc, timeout, nil)
+	checkService(t, &svc, w, corev1.ServiceTypeClusterIP, 8088)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
+	wantStatus := v1alpha1.WelcomeStatus{ReadyReplicas: 2, ServiceURL: "http://alice." + ns + ".svc:8088/hello/"}
+	if diff := cmp.Diff(wantStatus, w.Status, ignoreConditions()); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+
+	// A page change updates the ConfigMap and rolls the pods; scaling follows.
+	update(t, env.Client, w, func(s *v1alpha1.WelcomeSpec) {
+		s.Email = "alice@example.org"
+		s.Replicas = ptr.To[int32](3)
+	})
+	harness.WaitForObject(t, env.Client, key, &page, timeout, func(cm *corev1.ConfigMap) bool {
+		return strings.Contains(cm.Data[controller.PageKey], "alice@example.org")
+	})
+	harness.WaitForObject(t, env.Client, key, &deploy, timeout, func(d *appsv1.Deployment) bool {
+		return d.Spec.Template.Annotations[builders.ConfigHashAnnotation] != hash && ptr.Deref(d.Spec.Replicas, 0) == 3
+	})
+	optest.MarkDeploymentAvailable(t, env.Client, key)
+	harness.WaitForObject(t, env.Client, key, w, timeout, func(w *v1alpha1.Welcome) bool {
+		return conditionsAre(ready)(w) && w.Status.ReadyReplicas == 3
+	})
+
+	// NodePort with a pinned node port, and a new port.
+	update(t, env.Client, w, func(s *v1alpha1.WelcomeSpec) {
+		s.ServiceType = corev1.ServiceTypeNodePort
+		s.NodePort = ptr.To[int32](30080)
+		s.Port = 9090
+	})
+	harness.WaitForObject(t, env.Client, key, &deploy, timeout, func(d *appsv1.Deployment) bool {
+		return d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort == 9090
+	})
+	checkDeployment(t, &deploy, 3, 9090, "Alice <admin>", &secret.ObjectMeta)
+	optest.MarkDeploymentAvailable(t, env.Client, key)
+	harness.WaitForObject(t, env.Client, key, &svc, timeout, func(s *corev1.Service) bool { return s.Spec.Type == corev1.ServiceTypeNodePort })
+	checkService(t, &svc, w, corev1.ServiceTypeNodePort, 9090)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
+	wantStatus = v1alpha1.WelcomeStatus{
+		ReadyReplicas: 3, ServiceURL: "http://alice." + ns + ".svc:9090/hello/",
+		NodePort: 30080, NodePortURL: "http://<node-ip>:30080/hello/",
+	}
+	if diff := cmp.Diff(wantStatus, w.Status, ignoreConditions()); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+
+	// Deletion in reverse order. Another controller's finalizer holds the Service and then the
+	// Deployment, so each step can be seen.
+	const hold = "test.convergo.dev/hold"
+	patchFinalizers(t, env.Client, &svc, []string{hold})
+	patchFinalizers(t, env.Client, &deploy, []string{hold})
+	if err := env.Client.Delete(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForObject(t, env.Client, key, &svc, timeout, func(s *corev1.Service) bool { return s.DeletionTimestamp != nil })
+	harness.WaitForObject(t, env.Client, key, w, timeout, func(w *v1alpha1.Welcome) bool {
+		return condition(w, status.Reconciling) == "True/Deleting"
+	})
+	requireNotDeleting(t, env.Client, key, &appsv1.Deployment{}, &corev1.ConfigMap{})
+
+	patchFinalizers(t, env.Client, &svc, nil)
+	harness.WaitForDeletion(t, env.Client, &svc, timeout)
+	harness.WaitForObject(t, env.Client, key, &deploy, timeout, func(d *appsv1.Deployment) bool { return d.DeletionTimestamp != nil })
+	requireNotDeleting(t, env.Client, key, &corev1.ConfigMap{})
+
+	patchFinalizers(t, env.Client, &deploy, nil)
+	harness.WaitForDeletion(t, env.Client, &deploy, timeout)
+	harness.WaitForDeletion(t, env.Client, &page, timeout)
+	harness.WaitForDeletion(t, env.Client, w, timeout)
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(secret), &corev1.Secret{}); err != nil {
+		t.Errorf("the user's secret is gone with the welcome (get: %v)", err)
+	}
+}
+
+// TestMissingSecret creates a Welcome whose password Secret does not exist: it is Stalled with reason
+// SecretNotFound (no crash loop, no children), recovers as soon as the Secret is created, and stalls
+// again when the Secret is deleted.
+func TestMissingSecret(t *testing.T) {
+	env := harness.Default()
+	ns := env.Namespace(t)
+	env.StartManager(t, controller.SetupWithManager)
+	w := newWelcome(t, env, ns, "bob", v1alpha1.WelcomeSpec{
+		Name:              "Bob",
+		PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "bob-password", Key: "password"},
+	})
+	key := client.ObjectKeyFromObject(w)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(secretNotFound))
+	want := `secret "bob-password" named by spec.passwordSecretRef does not exist in namespace "` + ns + `"`
+	if got := status.Get(w, status.Stalled).Message; got != want {
+		t.Errorf("Stalled message:\n got: %s\nwant: %s", got, want)
+	}
+	optest.WaitForEvent(t, env.Client, ns, "bob", corev1.EventTypeWarning, controller.ReasonSecretNotFound)
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}} {
+		if err := env.Client.Get(t.Context(), key, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T exists while the secret is missing (get: %v)", obj, err)
+		}
+	}
+
+	// The Secret watch brings the Welcome back.
+	secret := newSecret(t, env.Client, ns, "bob-password", "hunter2")
+	harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
+	optest.MarkDeploymentAvailable(t, env.Client, key)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
+
+	// Deleting the Secret stalls it again; the children stay.
+	if err := env.Client.Delete(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(secretNotFound))
+	if err := env.Client.Get(t.Context(), key, &appsv1.Deployment{}); err != nil {
+		t.Errorf("deployment gone after the secret was deleted: %v", err)
+	}
+}
+
+// TestPasswordNeverLeaks runs a Welcome with a distinctive password and searches for it everywhere the
+// operator writes: the Welcome and its status, the children, events and the operator's logs.
+func TestPasswordNeverLeaks(t *testing.T) {
+	env := harness.Default()
+	ns := env.Namespace(t)
+	var logs lockedBuffer
+	logger := funcr.New(func(prefix, args string) { logs.WriteString(prefix + " " + args + "\n") }, funcr.Options{Verbosity: 10})
+	env.StartManager(t, controller.SetupWithManager, harness.WithManagerLogger(logger))
+	password := "pw-" + rand.String(24)
+	newSecret(t, env.Client, ns, "carol-password", password)
+	w := newWelcome(t, env, ns, "carol", v1alpha1.WelcomeSpec{
+		Name: "Carol", PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "carol-password", Key: "password"},
+	})
+	key := client.ObjectKeyFromObject(w)
+	harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
+	optest.MarkDeploymentAvailable(t, env.Client, key)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
+
+	var deploy appsv1.Deployment
+	if err := env.Client.Get(t.Context(), key, &deploy); err != nil {
+		t.Fatal(err)
+	}
+	wantEnv := corev1.EnvVar{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "carol-password"}, Key: "password",
+	}}}
+	if !containsEnv(deploy.Spec.Template.Spec.Containers[0].Env, wantEnv) {
+		t.Errorf("the pods do not read the password from the secret: env %+v", deploy.Spec.Template.Spec.Containers[0].Env)
+	}
+
+	lists := []client.ObjectList{
+		&v1alpha1.WelcomeList{}, &corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{},
+		&corev1.EventList{}, &eventsv1.EventList{},
+	}
+	for _, list := range lists {
+		if err := env.Client.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), password) {
+			t.Errorf("the password appears in a %T:\n%s", list, b)
+		}
+	}
+	if strings.Contains(logs.String(), password) {
+		t.Errorf("the password appears in the operator's logs:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "carol") {
+		t.Errorf("the operator's logs were not captured (nothing about carol):\n%s", logs.String())
+	}
+}
+
+// TestZeroWritesOnceConverged reconciles a converged Welcome again, for several reasons, and checks
+// that the operator sends no write at all.
+func TestZeroWritesOnceConverged(t *testing.T) {
+	env := harness.Default()
+	ns := env.Namespace(t)
+	counter := harness.NewRequestCounter()
+	env.StartManager(t, controller.SetupWithManager, harness.WithManagerConfig(counter.Wrap(env.Config)))
+	newSecret(t, env.Client, ns, "dave-password", "pw")
+	w := newWelcome(t, env, ns, "dave", v1alpha1.WelcomeSpec{
+		Name: "Dave", Groups: []string{"ops"}, Email: "dave@example.com", UserID: ptr.To[int64](2000),
+		ServiceType:       corev1.ServiceTypeNodePort,
+		PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "dave-password", Key: "password"},
+	})
+	key := client.ObjectKeyFromObject(w)
+	harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
+	optest.MarkDeploymentAvailable(t, env.Client, key)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
+	t.Logf("requests to converge:\n%s", counter.Snapshot().InNamespace(ns))
+
+	triggers := map[string]func(){
+		"annotation on the welcome": func() {
+			mergePatch(t, env.Client, w, `{"metadata":{"annotations":{"example.com/note":"hello"}}}`)
+		},
+		"label added to the page by someone else": func() {
+			mergePatch(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"labels":{"example.com/team":"web"}}}`)
+		},
+		"annotation added to the service by someone else": func() {
+			mergePatch(t, env.Client, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"annotations":{"example.com/scrape":"true"}}}`)
+		},
+		"deployment status changed by the deployment controller": func() {
+			var d appsv1.Deployment
+			if err := env.Client.Get(t.Context(), key, &d); err != nil {
+				t.Fatal(err)
+			}
+			d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{
+				Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
+				LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+			})
+			if err := env.Client.Status().Update(t.Context(), &d); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, trigger := range triggers {
+		t.Run(name, func(t *testing.T) {
+			counter.Reset()
+			before := optest.ReconcileCount(t, controller.Name)
+			trigger()
+			optest.WaitForReconciles(t, controller.Name, before+1)
+			reqs := counter.Snapshot().InNamespace(ns)
+			if n := reqs.Writes(); n != 0 {
+				t.Errorf("%d writes after the reconcile of a converged welcome, want 0:\n%s\n%v", n, reqs, reqs.Filter(harness.Request.IsWrite))
+			}
+		})
+	}
+}
+
+// TestGeneratedRoleIsEnough runs the operator as a ServiceAccount bound to nothing but the generated
+// config/rbac/role.yaml, through a whole lifecycle including the Secret watch: a missing permission
+// fails it.
+func TestGeneratedRoleIsEnough(t *testing.T) {
+	env := harness.Default()
+	ns := env.Namespace(t)
+	cfg := optest.ServiceAccountConfig(t, env.Config, env.Client, ns, "../config/rbac/role.yaml")
+	env.StartManager(t, controller.SetupWithManager, harness.WithManagerConfig(cfg))
+	w := newWelcome(t, env, ns, "erin", v1alpha1.WelcomeSpec{
+		Name: "Erin", PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "erin-password", Key: "password"},
+	})
+	key := client.ObjectKeyFromObject(w)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(secretNotFound))
+	newSecret(t, env.Client, ns, "erin-password", "pw")
+	harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
+	optest.MarkDeploymentAvailable(t, env.Client, key)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
+	event := optest.WaitForEvent(t, env.Client, ns, "erin", corev1.EventTypeNormal, "Created")
+	if event.ReportingController != controller.Name {
+		t.Errorf("event reported by %q, want %q", event.ReportingController, controller.Name)
+	}
+	if err := env.Client.Delete(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForDeletion(t, env.Client, w, timeout)
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
+		if err := env.Client.Get(t.Context(), key, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T still exists after the welcome was deleted (get: %v)", obj, err)
+		}
+	}
+}
+
+func checkDeployment(t *testing.T, d *appsv1.Deployment, replicas, port int32, name string, secret *metav1.ObjectMeta) {
+	t.Helper()
+	if got := ptr.Deref(d.Spec.Replicas, -1); got != replicas {
+		t.Errorf("deployment replicas = %d, want %d", got, replicas)
+	}
+	pod := d.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("deployment has %d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	wantEnv := []corev1.EnvVar{
+		{Name: "NAME", Value: name},
+		{Name: "PORT", Value: fmt.Sprint(port)},
+		{Name: "PAGE_FILE", Value: controller.PageDir + "/" + controller.PageKey},
+		{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secret.Name}, Key: "password",
+		}}},
+	}
+	if diff := cmp.Diff(wantEnv, c.Env); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}}, c.Ports); diff != "" {
+		t.Errorf("ports (-want +got):\n%s", diff)
+	}
+	for probeName, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Port != intstr.FromInt32(port) {
+			t.Errorf("%s probe %+v, want an HTTP probe on port %d", probeName, p, port)
+		}
+	}
+	wantMount := []corev1.VolumeMount{{Name: "page", MountPath: controller.PageDir, ReadOnly: true}}
+	if diff := cmp.Diff(wantMount, c.VolumeMounts); diff != "" {
+		t.Errorf("volume mounts (-want +got):\n%s", diff)
+	}
+	if len(pod.Volumes) != 1 || pod.Volumes[0].ConfigMap == nil || pod.Volumes[0].ConfigMap.Name != d.Name {
+		t.Errorf("volumes %+v: want the page ConfigMap %s", pod.Volumes, d.Name)
+	}
+	if got := d.Spec.Template.Annotations[controller.PasswordVersionAnnotation]; got != secret.ResourceVersion {
+		t.Errorf("password version annotation = %q, want the secret's resourceVersion %q", got, secret.ResourceVersion)
+	}
+	sc := c.SecurityContext
+	if pod.SecurityContext == nil || !ptr.Deref(pod.SecurityContext.RunAsNonRoot, false) ||
+		sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) {
+		t.Errorf("pod is not locked down: pod %+v, container %+v", pod.SecurityContext, sc)
+	}
+}
+
+func checkService(t *testing.T, svc *corev1.Service, w *v1alpha1.Welcome, typ corev1.ServiceType, port int32) {
+	t.Helper()
+	if svc.Spec.Type != typ {
+		t.Errorf("service type %s, want %s", svc.Spec.Type, typ)
+	}
+	if len(svc.Spec.Ports) != 1 {
+		t.Fatalf("service ports %+v, want one", svc.Spec.Ports)
+	}
+	got := svc.Spec.Ports[0]
+	want := corev1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromString("http"), NodePort: got.NodePort}
+	if typ == corev1.ServiceTypeNodePort && w.Spec.NodePort != nil {
+		want.NodePort = *w.Spec.NodePort
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("service port (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(controller.Labels(w).Selector(), svc.Spec.Selector); diff != "" {
+		t.Errorf("service selector (-want +got):\n%s", diff)
+	}
+}
+
+// requireNotDeleting fails the test unless each object named key exists and is not being deleted.
+func requireNotDeleting(t *testing.T, c client.Client, key client.ObjectKey, objs ...client.Object) {
+	t.Helper()
+	for _, obj := range objs {
+		if err := c.Get(t.Context(), key, obj); err != nil || obj.GetDeletionTimestamp() != nil {
+			t.Fatalf("%T deleted too early (get: %v, deletionTimestamp: %v)", obj, err, obj.GetDeletionTimestamp())
+		}
+	}
+}
+
+// patchFinalizers sets the finalizers of obj with a merge patch.
+func patchFinalizers(t *testing.T, c client.Client, obj client.Object, finalizers []string) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Patch(t.Context(), obj, client.RawPatch(client.Merge.Type(), body)); err != nil {
+		t.Fatalf("patch finalizers of %s: %v", obj.GetName(), err)
+	}
+}
+
+func mergePatch(t *testing.T, c client.Client, obj client.Object, patch string) {
+	t.Helper()
+	if err := c.Patch(t.Context(), obj, client.RawPatch(client.Merge.Type(), []byte(patch))); err != nil {
+		t.Fatalf("patch %s: %v", obj.GetName(), err)
+	}
+}
+
+func containsEnv(env []corev1.EnvVar, want corev1.EnvVar) bool {
+	for _, e := range env {
+		if cmp.Equal(e, want) {
+			return true
+		}
+	}
+	return false
+}
+
+func ignoreConditions() cmp.Option {
+	return cmp.FilterPath(func(p cmp.Path) bool {
+		switch p.Last().String() {
+		case ".Conditions", ".ObservedGeneration":
+			return true
+		}
+		return false
+	}, cmp.Ignore())
+}
+
+// lockedBuffer collects log lines from the manager's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) WriteString(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
