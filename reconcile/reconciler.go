@@ -113,6 +113,26 @@ type reconcilerConfig struct {
 	maxConcurrent int
 	recorder      events.EventRecorder
 	pollInterval  time.Duration
+	watches       []extraWatch
+}
+
+// extraWatch is a watch added with WithWatches.
+type extraWatch struct {
+	obj     client.Object
+	handler handler.EventHandler
+	opts    []builder.WatchesOption
+}
+
+// WithWatches adds a watch on objects that are not children, such as a Secret the spec refers to:
+// handler maps an event to the requests of the objects to reconcile, opts are passed to the
+// controller builder (e.g. builder.OnlyMetadata to keep Secret data out of the cache). It may be
+// given several times.
+//
+//	reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(welcomesNaming), builder.OnlyMetadata)
+func WithWatches(obj client.Object, h handler.EventHandler, opts ...builder.WatchesOption) ReconcilerOption {
+	return func(c *reconcilerConfig) {
+		c.watches = append(c.watches, extraWatch{obj: obj, handler: h, opts: opts})
+	}
 }
 
 // WithName sets the controller name, used for logs, metrics, events, the field manager of every
@@ -205,6 +225,7 @@ type Reconciler[T Object] struct {
 	cleanup   func(context.Context, T) (bool, error)
 	statusFn  func(context.Context, T, *GraphResult) error
 	owns      []client.Object
+	watches   []extraWatch
 	poll      time.Duration
 	maxConc   int
 	metrics   *reconcilerMetrics
@@ -232,6 +253,7 @@ func NewReconciler[T Object](mgr manager.Manager, children ChildrenFunc[T], opts
 		cache:      mgr.GetCache(),
 		poll:       cfg.pollInterval,
 		maxConc:    cfg.maxConcurrent,
+		watches:    cfg.watches,
 		watched:    map[schema.GroupVersionKind]client.Object{},
 		finalizing: map[types.NamespacedName]bool{},
 	}
@@ -318,7 +340,7 @@ func (r *Reconciler[T]) Name() string { return r.name }
 func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 
 // SetupWithManager registers the controller: it watches T (spec, label, annotation and deletion
-// changes; status-only updates do not trigger it) and every WithOwns type. Children are mapped to
+// changes; status-only updates do not trigger it), every WithOwns type and every WithWatches watch. Children are mapped to
 // their owner through the tracking labels every child carries (ownership.EnqueueTrackedOwner), which
 // covers children with an owner reference as well as cluster-scoped and cross-namespace ones.
 func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
@@ -341,6 +363,9 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 		b = b.Watches(o, r.handler)
 	}
 	r.mu.Unlock()
+	for _, w := range r.watches {
+		b = b.Watches(w.obj, w.handler, w.opts...)
+	}
 	c, err := b.Build(r)
 	if err != nil {
 		return fmt.Errorf("set up controller %s: %w", r.name, err)

@@ -13,13 +13,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
-	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile"
 )
 
@@ -52,35 +49,18 @@ const (
 // created, changed or deleted.
 func SetupWithManager(mgr ctrl.Manager) error {
 	w := &welcomes{reader: mgr.GetClient()}
+	// An index finds the Welcomes that name a Secret without scanning every Welcome.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Welcome{}, passwordSecretIndex, passwordSecretName); err != nil {
+		return fmt.Errorf("set up welcome controller: index welcomes by password secret: %w", err)
+	}
 	r := reconcile.NewReconciler(mgr, w.children,
 		reconcile.WithName(Name),
 		reconcile.WithFinalizer(Finalizer),
 		reconcile.WithStatus(w.status),
 		reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
+		reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata),
 	)
-	// An index finds the Welcomes that name a Secret without scanning every Welcome.
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Welcome{}, passwordSecretIndex, passwordSecretName); err != nil {
-		return fmt.Errorf("set up welcome controller: index welcomes by password secret: %w", err)
-	}
-	// reconcile.Reconciler's own SetupWithManager cannot add a watch, so the controller is built here
-	// with the same watches and predicates, plus the Secret watch.
-	children := ownership.EnqueueTrackedOwner(&v1alpha1.Welcome{}, mgr.GetScheme())
-	err := builder.ControllerManagedBy(mgr).
-		Named(Name).
-		For(&v1alpha1.Welcome{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{},
-			predicate.LabelChangedPredicate{},
-			predicate.AnnotationChangedPredicate{},
-			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-				return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
-			}},
-		))).
-		Watches(&corev1.ConfigMap{}, children).
-		Watches(&appsv1.Deployment{}, children).
-		Watches(&corev1.Service{}, children).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata).
-		Complete(r)
-	if err != nil {
+	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up welcome controller: %w", err)
 	}
 	return nil
