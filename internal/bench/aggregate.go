@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"math"
+	"slices"
+)
+
+// Median returns the implementation's result of several rounds with every figure replaced by its
+// median over the rounds (a count missing from a round counts as 0). It returns the zero Result for no
+// rounds.
+func Median(rounds []Result) Result {
+	if len(rounds) == 0 {
+		return Result{}
+	}
+	phase := func(get func(Result) Phase) Phase {
+		ps := make([]Phase, len(rounds))
+		for i, r := range rounds {
+			ps[i] = get(r)
+		}
+		return medianPhase(ps)
+	}
+	return Result{
+		Implementation: rounds[0].Implementation,
+		Converge:       phase(func(r Result) Phase { return r.Converge }),
+		Restart:        phase(func(r Result) Phase { return r.Restart }),
+		Update:         phase(func(r Result) Phase { return r.Update }),
+		Delete:         phase(func(r Result) Phase { return r.Delete }),
+		Memory: Memory{
+			HeapInuseBytes: int64(math.Round(medianOf(rounds, func(r Result) float64 { return float64(r.Memory.HeapInuseBytes) }))),
+			HeapAllocBytes: int64(math.Round(medianOf(rounds, func(r Result) float64 { return float64(r.Memory.HeapAllocBytes) }))),
+		},
+	}
+}
+
+func medianPhase(ps []Phase) Phase {
+	return Phase{
+		Seconds:            medianOf(ps, func(p Phase) float64 { return p.Seconds }),
+		SettledSeconds:     medianOf(ps, func(p Phase) float64 { return p.SettledSeconds }),
+		Requests:           medianInt(ps, func(p Phase) int { return p.Requests }),
+		ByVerb:             medianMap(ps, func(p Phase) map[string]int { return p.ByVerb }),
+		Writes:             medianMap(ps, func(p Phase) map[string]int { return p.Writes }),
+		Reconciles:         medianInt(ps, func(p Phase) int { return p.Reconciles }),
+		ReconcileSeconds:   medianOf(ps, func(p Phase) float64 { return p.ReconcileSeconds }),
+		MeanLatencySeconds: medianFloatMap(ps, func(p Phase) map[string]float64 { return p.MeanLatencySeconds }),
+	}
+}
+
+func medianFloatMap[T any](xs []T, get func(T) map[string]float64) map[string]float64 {
+	keys := map[string]bool{}
+	for _, x := range xs {
+		for k := range get(x) {
+			keys[k] = true
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for k := range keys {
+		out[k] = medianOf(xs, func(x T) float64 { return get(x)[k] })
+	}
+	return out
+}
+
+func medianInt[T any](xs []T, get func(T) int) int {
+	return int(math.Round(medianOf(xs, func(x T) float64 { return float64(get(x)) })))
+}
+
+func medianMap[T any](xs []T, get func(T) map[string]int) map[string]int {
+	keys := map[string]bool{}
+	for _, x := range xs {
+		for k := range get(x) {
+			keys[k] = true
+		}
+	}
+	out := map[string]int{}
+	for k := range keys {
+		if v := medianInt(xs, func(x T) int { return get(x)[k] }); v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// medianOf returns the median of get over xs: the middle value, or the mean of the two middle ones.
+func medianOf[T any](xs []T, get func(T) float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	vs := make([]float64, len(xs))
+	for i, x := range xs {
+		vs[i] = get(x)
+	}
+	slices.Sort(vs)
+	mid := len(vs) / 2
+	if len(vs)%2 == 1 {
+		return vs[mid]
+	}
+	return (vs[mid-1] + vs[mid]) / 2
+}

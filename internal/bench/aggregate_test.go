@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMedian(t *testing.T) {
+	round := func(seconds float64, requests int, writes map[string]int, heap int64) Result {
+		return Result{
+			Implementation: "convergo",
+			Converge:       Phase{Seconds: seconds, Requests: requests, ByVerb: map[string]int{"patch": requests}, Writes: writes, Reconciles: requests / 3},
+			Memory:         Memory{HeapInuseBytes: heap, HeapAllocBytes: heap / 2},
+		}
+	}
+	cases := map[string]struct {
+		rounds []Result
+		want   Result
+	}{
+		"none": {want: Result{}},
+		"one": {
+			rounds: []Result{round(2, 9, map[string]int{"patch welcomes": 1}, 100)},
+			want: Result{Implementation: "convergo",
+				Converge: Phase{Seconds: 2, Requests: 9, ByVerb: map[string]int{"patch": 9}, Writes: map[string]int{"patch welcomes": 1}, Reconciles: 3},
+				Restart:  Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Update: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}},
+				Delete: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Memory: Memory{HeapInuseBytes: 100, HeapAllocBytes: 50}},
+		},
+		"odd: the middle value of each figure, an outlier ignored": {
+			rounds: []Result{
+				round(9, 9, map[string]int{"patch welcomes": 1, "create events": 3}, 300),
+				round(2, 12, map[string]int{"patch welcomes": 1}, 100),
+				round(3, 9, map[string]int{"patch welcomes": 2, "create events": 3}, 200),
+			},
+			want: Result{Implementation: "convergo",
+				Converge: Phase{Seconds: 3, Requests: 9, ByVerb: map[string]int{"patch": 9}, Writes: map[string]int{"patch welcomes": 1, "create events": 3}, Reconciles: 3},
+				Restart:  Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Update: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}},
+				Delete: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Memory: Memory{HeapInuseBytes: 200, HeapAllocBytes: 100}},
+		},
+		"even: the mean of the two middle values, counts rounded": {
+			rounds: []Result{
+				round(1, 6, map[string]int{"patch welcomes": 1}, 100),
+				round(4, 12, map[string]int{"patch welcomes": 1, "create events": 1}, 300),
+			},
+			want: Result{Implementation: "convergo",
+				Converge: Phase{Seconds: 2.5, Requests: 9, ByVerb: map[string]int{"patch": 9}, Writes: map[string]int{"patch welcomes": 1, "create events": 1}, Reconciles: 3},
+				Restart:  Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Update: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}},
+				Delete: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Memory: Memory{HeapInuseBytes: 200, HeapAllocBytes: 100}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Median(tc.rounds)); diff != "" {
+				t.Errorf("Median (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,200 @@
+// Command bench measures Convergo's Welcome operator against a baseline written the way tutorials
+// write operators, on one full local cluster (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok nodes, built from the Go module proxy by testing/assets).
+//
+//	go run ./internal/bench/cmd/bench                        # N=50, prints a markdown table
+//	go run ./internal/bench/cmd/bench -n 2000 -out bench/results
+//	go run ./internal/bench/cmd/bench -impl baseline -json
+//
+// For each implementation in turn it measures converge (N Welcomes created at once until all
+// Ready), memory, restart (a fresh manager until every Welcome was reconciled), update
+// (spec.replicas on all N until Ready) and delete (until no Welcome and no child is left), counting
+// the manager's API requests per verb client side; it does so -rounds times (default 3, the order
+// alternating) and reports the medians. The table goes to stdout (the JSON with -json); with -out
+// both are also written to <dir>/<date>-n<N>.md and .json. Progress goes to stderr.
+//
+// Flags: -n, -rounds, -nodes, -impl, -json, -out, -timeout (per phase), -quiet, -workers, -crd, -v.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/internal/bench"
+	"github.com/convergo-dev/convergo/internal/bench/baseline"
+)
+
+// implementations are the operators the bench knows, by name.
+var implementations = map[string]bench.Implementation{
+	"convergo": {Name: "convergo", Setup: controller.SetupWithManager},
+	"baseline": {Name: "baseline", Setup: func(mgr manager.Manager) error {
+		r := &baseline.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+		return r.SetupWithManager(mgr)
+	}},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// flags are the command-line options.
+type flags struct {
+	n       int
+	nodes   int
+	rounds  int
+	impls   string
+	json    bool
+	out     string
+	timeout time.Duration
+	quiet   time.Duration
+	workers int
+	crd     string
+	verbose bool
+}
+
+func parseFlags(args []string) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&f.n, "n", bench.DefaultN, fmt.Sprintf("number of Welcome objects per implementation (1 to %d)", bench.MaxN))
+	fs.IntVar(&f.rounds, "rounds", bench.DefaultRounds, "how many times each implementation is measured; the report holds the medians")
+	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
+	fs.StringVar(&f.impls, "impl", "convergo,baseline", "comma-separated implementations to measure, in order: convergo, baseline")
+	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the markdown table")
+	fs.StringVar(&f.out, "out", "", "directory to write <date>-n<N>.md and <date>-n<N>.json to (e.g. bench/results); nothing is written without it")
+	fs.DurationVar(&f.timeout, "timeout", bench.DefaultPhaseTimeout, "how long each phase may take")
+	fs.DurationVar(&f.quiet, "quiet", bench.DefaultQuietPeriod, "how long a manager must be idle before a phase's requests are complete")
+	fs.IntVar(&f.workers, "workers", bench.DefaultWorkers, "concurrent requests of the bench driver")
+	fs.StringVar(&f.crd, "crd", "examples/welcome/config/crd/bases", "directory of the Welcome CRD")
+	fs.BoolVar(&f.verbose, "v", false, "log the managers' info messages, not only their errors")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return f, nil
+}
+
+// selectImplementations parses the -impl list.
+func selectImplementations(list string) ([]bench.Implementation, error) {
+	var out []bench.Implementation
+	seen := map[string]bool{}
+	for name := range strings.SplitSeq(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" || seen[name] {
+			continue
+		}
+		impl, ok := implementations[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown implementation %q (known: convergo, baseline)", name)
+		}
+		seen[name] = true
+		out = append(out, impl)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no implementation given")
+	}
+	return out, nil
+}
+
+func run(args []string) int {
+	f, err := parseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 2
+	}
+	impls, err := selectImplementations(f.impls)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: -impl: %v\n", err)
+		return 2
+	}
+
+	progress := stderrLogger(0)
+	managers := stderrLogger(-1) // errors only
+	if f.verbose {
+		managers = stderrLogger(0)
+	}
+	ctrllog.SetLogger(managers)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	report, err := bench.Run(ctx, impls,
+		bench.WithN(f.n),
+		bench.WithNodes(f.nodes),
+		bench.WithRounds(f.rounds),
+		bench.WithPhaseTimeout(f.timeout),
+		bench.WithQuietPeriod(f.quiet),
+		bench.WithWorkers(f.workers),
+		bench.WithCRDPaths(f.crd),
+		bench.WithLogger(progress),
+		bench.WithManagerLogger(managers),
+	)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
+	report.Command = strings.TrimSpace("go run ./internal/bench/cmd/bench " + strings.Join(args, " "))
+
+	md := report.Markdown()
+	js, err := report.JSON()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
+	if f.json {
+		os.Stdout.Write(js)
+	} else {
+		fmt.Print(md)
+	}
+	if f.out != "" {
+		if err := write(f.out, report, md, js); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// write stores the markdown and JSON reports in dir as <date>-n<N>.md and .json.
+func write(dir string, report *bench.Report, md string, js []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	base := filepath.Join(dir, bench.ResultName(report))
+	if err := os.WriteFile(base+".md", []byte(md), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.WriteFile(base+".json", js, 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s.md and %s.json\n", base, base)
+	return nil
+}
+
+// stderrLogger logs to stderr up to the given verbosity (-1: errors only).
+func stderrLogger(verbosity int) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		if prefix != "" {
+			fmt.Fprintf(os.Stderr, "%s %s: %s\n", time.Now().Format("15:04:05.000"), prefix, args)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), args)
+	}, funcr.Options{Verbosity: verbosity})
+}

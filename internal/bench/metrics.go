@@ -1,0 +1,57 @@
+package bench
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// controller-runtime's metrics of finished reconciles, labelled by controller (and result).
+const (
+	reconcileTotalMetric = "controller_runtime_reconcile_total"
+	reconcileTimeMetric  = "controller_runtime_reconcile_time_seconds"
+)
+
+// reconcileStats is what the controllers of the process have done so far.
+type reconcileStats struct {
+	// count is the number of finished reconciles.
+	count int
+	// seconds is the time spent in them.
+	seconds float64
+}
+
+// reconciles returns the reconcile statistics of every controller of the process, from
+// controller-runtime's metrics registry (filled whether or not a metrics endpoint is served). The
+// bench runs one manager at a time, so differences are that manager's reconciles.
+func reconciles() (reconcileStats, error) {
+	return statsFrom(ctrlmetrics.Registry)
+}
+
+// reconcileCount returns reconciles().count.
+func reconcileCount() (int, error) {
+	s, err := reconciles()
+	return s.count, err
+}
+
+// statsFrom sums the reconcile_total counters and reconcile_time_seconds histograms gathered from g.
+func statsFrom(g prometheus.Gatherer) (reconcileStats, error) {
+	families, err := g.Gather()
+	if err != nil {
+		return reconcileStats{}, fmt.Errorf("gather controller metrics: %w", err)
+	}
+	var total, seconds float64
+	for _, f := range families {
+		switch f.GetName() {
+		case reconcileTotalMetric:
+			for _, m := range f.GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+		case reconcileTimeMetric:
+			for _, m := range f.GetMetric() {
+				seconds += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return reconcileStats{count: int(total), seconds: seconds}, nil
+}

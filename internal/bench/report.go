@@ -1,0 +1,383 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/convergo-dev/convergo/testing/harness"
+)
+
+// Phase is what one implementation did in one phase of the bench.
+type Phase struct {
+	// Seconds is the time from the start of the phase to its goal: every Welcome Ready (converge,
+	// update), every Welcome reconciled again (restart), every Welcome and child gone (delete).
+	Seconds float64 `json:"seconds"`
+	// SettledSeconds is the time from the start of the phase to the manager's last request or
+	// reconcile before it went quiet.
+	SettledSeconds float64 `json:"settledSeconds"`
+	// Requests is the number of API requests the manager made, counted client side until it went
+	// quiet.
+	Requests int `json:"requests"`
+	// ByVerb counts the requests per verb (get, list, watch, create, update, patch, delete; the
+	// lower-case HTTP method for non-resource requests such as discovery).
+	ByVerb map[string]int `json:"byVerb"`
+	// Writes counts the write requests (create, update, patch, delete, deletecollection) per
+	// "verb resource[/subresource]", e.g. "patch welcomes/status".
+	Writes map[string]int `json:"writes"`
+	// Reconciles is the number of reconciles the manager finished.
+	Reconciles int `json:"reconciles"`
+	// ReconcileSeconds is the time the manager spent in those reconciles (controller-runtime's
+	// reconcile_time_seconds), in total over its workers.
+	ReconcileSeconds float64 `json:"reconcileSeconds"`
+	// MeanLatencySeconds is the mean time per verb from sending a request to its response headers.
+	MeanLatencySeconds map[string]float64 `json:"meanLatencySeconds,omitempty"`
+}
+
+// WriteCount returns the number of write requests.
+func (p Phase) WriteCount() int {
+	n := 0
+	for _, c := range p.Writes {
+		n += c
+	}
+	return n
+}
+
+// NewPhase summarizes recorded requests; seconds and settled are the phase's durations.
+func NewPhase(reqs harness.Requests, seconds, settled time.Duration, reconciles int) Phase {
+	p := Phase{
+		Seconds:        seconds.Seconds(),
+		SettledSeconds: settled.Seconds(),
+		Requests:       len(reqs),
+		ByVerb:         reqs.ByVerb(),
+		Writes:         map[string]int{},
+		Reconciles:     reconciles,
+	}
+	for _, r := range reqs {
+		if r.IsWrite() {
+			p.Writes[r.Verb+" "+r.FullResource()]++
+		}
+	}
+	return p
+}
+
+// Memory is the heap a manager holding the converged objects uses beyond the same manager before they
+// were created.
+type Memory struct {
+	// HeapInuseBytes is the growth of runtime.MemStats.HeapInuse after a garbage collection.
+	HeapInuseBytes int64 `json:"heapInuseBytes"`
+	// HeapAllocBytes is the growth of runtime.MemStats.HeapAlloc (live objects) after a garbage
+	// collection.
+	HeapAllocBytes int64 `json:"heapAllocBytes"`
+}
+
+// Result is the measurement of one implementation.
+type Result struct {
+	// Implementation names it ("convergo", "baseline").
+	Implementation string `json:"implementation"`
+	// Round numbers the measurement from 1 in Report.Runs; it is 0 in Report.Results, which hold
+	// medians over the rounds.
+	Round int `json:"round,omitempty"`
+	// Converge: N Welcomes created at once, until all are Ready.
+	Converge Phase `json:"converge"`
+	// Restart: a fresh manager (fresh cache) until every Welcome was reconciled again.
+	Restart Phase `json:"restart"`
+	// Update: spec.replicas changed on every Welcome, until all are Ready again.
+	Update Phase `json:"update"`
+	// Delete: every Welcome deleted, until no Welcome and no child is left.
+	Delete Phase `json:"delete"`
+	// Memory is measured after convergence.
+	Memory Memory `json:"memory"`
+}
+
+// Report is the outcome of a bench run.
+type Report struct {
+	// N is the number of Welcome objects per implementation.
+	N int `json:"n"`
+	// Nodes is the number of fake nodes of the cluster.
+	Nodes int `json:"nodes"`
+	// Rounds is how many times each implementation was measured.
+	Rounds int `json:"rounds"`
+	// Started is when the run began.
+	Started time.Time `json:"started"`
+	// GoVersion is the Go version the bench was built with.
+	GoVersion string `json:"goVersion"`
+	// Command is the command line that produced the report.
+	Command string `json:"command,omitempty"`
+	// Results holds one entry per implementation, in the order given to Run, each figure the median
+	// over the rounds.
+	Results []Result `json:"results"`
+	// Runs holds every measurement, in the order they ran.
+	Runs []Result `json:"runs,omitempty"`
+}
+
+// Row is one line of the comparison: a metric with one value per implementation.
+type Row struct {
+	// Metric names the figure, e.g. "converge: requests".
+	Metric string `json:"metric"`
+	// Unit is "s", "per CR" or "KiB per CR".
+	Unit string `json:"unit"`
+	// Values maps an implementation to its figure.
+	Values map[string]float64 `json:"values"`
+	// Ratio is the first implementation's value divided by the second's; nil when there are not
+	// exactly two implementations or the second value is zero.
+	Ratio *float64 `json:"ratio"`
+}
+
+// Ratio returns a/b, and false when b is zero (no meaningful ratio).
+func Ratio(a, b float64) (float64, bool) {
+	if b == 0 {
+		return 0, false
+	}
+	return a / b, true
+}
+
+// verbOrder is the order of verb rows; other verbs follow alphabetically.
+var verbOrder = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+
+// Rows returns the comparison rows: for each phase its time, requests per CR in total and per verb
+// (verbs no implementation used are left out) and writes per CR; for convergence also the writes per
+// verb and resource; then the memory per CR.
+func (r *Report) Rows() []Row {
+	var rows []Row
+	n := float64(max(r.N, 1))
+	add := func(metric, unit string, value func(Result) float64) {
+		row := Row{Metric: metric, Unit: unit, Values: map[string]float64{}}
+		for _, res := range r.Results {
+			row.Values[res.Implementation] = value(res)
+		}
+		if len(r.Results) == 2 {
+			if q, ok := Ratio(value(r.Results[0]), value(r.Results[1])); ok {
+				row.Ratio = &q
+			}
+		}
+		rows = append(rows, row)
+	}
+	phases := []struct {
+		name, goal string
+		get        func(Result) Phase
+	}{
+		{"converge", "time until all Ready", func(x Result) Phase { return x.Converge }},
+		{"restart", "time until all reconciled", func(x Result) Phase { return x.Restart }},
+		{"update", "time until all Ready", func(x Result) Phase { return x.Update }},
+		{"delete", "time until all children gone", func(x Result) Phase { return x.Delete }},
+	}
+	for _, ph := range phases {
+		get := ph.get
+		add(ph.name+": "+ph.goal, "s", func(x Result) float64 { return get(x).Seconds })
+		add(ph.name+": requests", "per CR", func(x Result) float64 { return float64(get(x).Requests) / n })
+		for _, verb := range r.verbs(get) {
+			add(ph.name+": "+verb, "per CR", func(x Result) float64 { return float64(get(x).ByVerb[verb]) / n })
+		}
+		add(ph.name+": writes", "per CR", func(x Result) float64 { return float64(get(x).WriteCount()) / n })
+		if ph.name == "converge" {
+			for _, w := range r.writeKinds(get) {
+				add(ph.name+": "+w, "per CR", func(x Result) float64 { return float64(get(x).Writes[w]) / n })
+			}
+		}
+		add(ph.name+": reconciles", "per CR", func(x Result) float64 { return float64(get(x).Reconciles) / n })
+		add(ph.name+": time in reconciles", "ms per CR", func(x Result) float64 { return get(x).ReconcileSeconds * 1000 / n })
+		if ph.name == "converge" {
+			for _, verb := range r.verbs(get) {
+				if verb == "watch" {
+					continue
+				}
+				add(ph.name+": mean "+verb+" latency", "ms", func(x Result) float64 { return get(x).MeanLatencySeconds[verb] * 1000 })
+			}
+		}
+	}
+	add("memory: heap in use", "KiB per CR", func(x Result) float64 { return float64(x.Memory.HeapInuseBytes) / 1024 / n })
+	add("memory: live heap", "KiB per CR", func(x Result) float64 { return float64(x.Memory.HeapAllocBytes) / 1024 / n })
+	return rows
+}
+
+// verbs returns the verbs any implementation used in a phase, in verbOrder, then the others sorted.
+func (r *Report) verbs(get func(Result) Phase) []string {
+	used := map[string]bool{}
+	for _, res := range r.Results {
+		for v, c := range get(res).ByVerb {
+			if c > 0 {
+				used[v] = true
+			}
+		}
+	}
+	var out []string
+	for _, v := range verbOrder {
+		if used[v] {
+			out = append(out, v)
+			delete(used, v)
+		}
+	}
+	return append(out, slices.Sorted(maps.Keys(used))...)
+}
+
+// writeKinds returns the "verb resource" write kinds any implementation made in a phase, sorted.
+func (r *Report) writeKinds(get func(Result) Phase) []string {
+	used := map[string]bool{}
+	for _, res := range r.Results {
+		for k, c := range get(res).Writes {
+			if c > 0 {
+				used[k] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(used))
+}
+
+// implementations returns the implementation names in run order.
+func (r *Report) implementations() []string {
+	names := make([]string, len(r.Results))
+	for i, res := range r.Results {
+		names[i] = res.Implementation
+	}
+	return names
+}
+
+// reportJSON is the JSON shape of a report: its data plus the comparison rows.
+type reportJSON struct {
+	*Report
+	Implementations []string `json:"implementations"`
+	Rows            []Row    `json:"rows"`
+}
+
+// JSON returns the report as indented JSON: the run's parameters, every implementation's raw
+// figures (results) and the comparison rows of the markdown table (rows).
+func (r *Report) JSON() ([]byte, error) {
+	out, err := json.MarshalIndent(reportJSON{Report: r, Implementations: r.implementations(), Rows: r.Rows()}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode report: %w", err)
+	}
+	return append(out, '\n'), nil
+}
+
+// Markdown renders the report: a heading with the run's parameters, the comparison table (one column
+// per implementation and, with two implementations, their ratio), and the targets of the bench with
+// the achieved figures when "convergo" and "baseline" both ran.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	names := r.implementations()
+	fmt.Fprintf(&b, "# Convergo bench: %d Welcomes, %d nodes\n\n", r.N, r.Nodes)
+	fmt.Fprintf(&b, "Run %s with %s.", r.Started.UTC().Format(time.RFC3339), r.GoVersion)
+	if r.Command != "" {
+		fmt.Fprintf(&b, " Command: `%s`.", r.Command)
+	}
+	if r.Rounds > 1 {
+		fmt.Fprintf(&b, " Each figure is the median of %d rounds (the order of the implementations alternates).", r.Rounds)
+	}
+	b.WriteString(" Requests are the manager's own, counted client side; \"per CR\" divides by N.\n\n")
+
+	header := append([]string{"metric"}, names...)
+	if len(names) == 2 {
+		header = append(header, names[0]+"/"+names[1])
+	}
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n")
+	b.WriteString("|" + strings.Repeat(" --- |", 1) + strings.Repeat(" ---: |", len(header)-1) + "\n")
+	for _, row := range r.Rows() {
+		cells := []string{row.Metric + " (" + row.Unit + ")"}
+		for _, name := range names {
+			cells = append(cells, formatValue(row.Values[name]))
+		}
+		if len(names) == 2 {
+			cells = append(cells, formatRatio(row.Ratio))
+		}
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	if t := r.targets(); t != "" {
+		b.WriteString("\n## Targets\n\n")
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+// targets renders the bench's targets with the achieved figures, "" unless both convergo and
+// baseline ran.
+func (r *Report) targets() string {
+	var conv, base *Result
+	for i := range r.Results {
+		switch r.Results[i].Implementation {
+		case "convergo":
+			conv = &r.Results[i]
+		case "baseline":
+			base = &r.Results[i]
+		}
+	}
+	if conv == nil || base == nil {
+		return ""
+	}
+	n := float64(max(r.N, 1))
+	perCR := func(v int) string { return formatValue(float64(v) / n) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "- restart writes per CR = 0: convergo %s (baseline %s): %s\n",
+		perCR(conv.Restart.WriteCount()), perCR(base.Restart.WriteCount()), verdict(conv.Restart.WriteCount() == 0))
+	fmt.Fprintf(&b, "- converge time no worse than the baseline: convergo %ss, baseline %ss: %s\n",
+		formatValue(conv.Converge.Seconds), formatValue(base.Converge.Seconds), verdict(conv.Converge.Seconds <= base.Converge.Seconds))
+	c := classify(conv.Converge)
+	minimal := c.children == 3*r.N && c.finalizer == r.N && c.reads == 0 && c.other == 0
+	fmt.Fprintf(&b, "- converge requests per CR no more than the job's minimum (3 child creates, 1 finalizer add, the status "+
+		"writes that change something): convergo %s = %s child writes + %s finalizer writes + %s status writes + %s events + %s reads + %s other "+
+		"(baseline %s): %s without events, %s with them\n",
+		perCR(conv.Converge.Requests), perCR(c.children), perCR(c.finalizer), perCR(c.status), perCR(c.events), perCR(c.reads), perCR(c.other),
+		perCR(base.Converge.Requests), verdict(minimal), verdict(minimal && c.events == 0))
+	b.WriteString("  (a status write sends only what changed, so every one changes something; the restart phase shows none is sent when nothing changes)\n")
+	return b.String()
+}
+
+// requestClasses splits a phase's requests by purpose.
+type requestClasses struct {
+	children, finalizer, status, events, reads, other int
+}
+
+// classify sorts a phase's requests: writes to ConfigMaps, Deployments and Services (children), to
+// Welcomes (finalizer), to Welcome status, to events, other writes, and everything that is not a write.
+func classify(p Phase) requestClasses {
+	var c requestClasses
+	for k, v := range p.Writes {
+		_, resource, _ := strings.Cut(k, " ")
+		switch resource {
+		case "configmaps", "deployments", "services":
+			c.children += v
+		case "welcomes":
+			c.finalizer += v
+		case "welcomes/status":
+			c.status += v
+		case "events":
+			c.events += v
+		default:
+			c.other += v
+		}
+	}
+	c.reads = p.Requests - p.WriteCount()
+	return c
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// formatValue renders a figure with two decimals (an integer without them).
+func formatValue(v float64) string {
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// formatRatio renders a ratio with two decimals, "n/a" when there is none.
+func formatRatio(q *float64) string {
+	if q == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", *q)
+}
+
+// ResultName returns the base name of the files a report is stored under: <date>-n<N>, e.g.
+// 2026-07-01-n50.
+func ResultName(r *Report) string {
+	return fmt.Sprintf("%s-n%d", r.Started.UTC().Format(time.DateOnly), r.N)
+}

@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+)
+
+func TestIsReady(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, observed int64) []metav1.Condition {
+		return []metav1.Condition{{Type: "Ready", Status: status, ObservedGeneration: observed}}
+	}
+	cases := map[string]struct {
+		generation    int64
+		conditions    []metav1.Condition
+		minGeneration int64
+		want          bool
+	}{
+		"ready for the generation":   {generation: 2, conditions: ready(metav1.ConditionTrue, 2), want: true},
+		"ready for an older one":     {generation: 2, conditions: ready(metav1.ConditionTrue, 1), want: false},
+		"not ready":                  {generation: 1, conditions: ready(metav1.ConditionFalse, 1), want: false},
+		"no condition":               {generation: 1, want: false},
+		"cache behind the driver":    {generation: 1, conditions: ready(metav1.ConditionTrue, 1), minGeneration: 2, want: false},
+		"at the driver's generation": {generation: 2, conditions: ready(metav1.ConditionTrue, 2), minGeneration: 2, want: true},
+		"other condition only": {generation: 1, want: false,
+			conditions: []metav1.Condition{{Type: "Reconciling", Status: metav1.ConditionTrue, ObservedGeneration: 1}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Generation: tc.generation}}
+			w.Status.Conditions = tc.conditions
+			if got := isReady(w, tc.minGeneration); got != tc.want {
+				t.Errorf("isReady = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsChild(t *testing.T) {
+	cases := map[string]struct {
+		meta metav1.ObjectMeta
+		want bool
+	}{
+		"owned by a welcome": {want: true, meta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "web.convergo.dev/v1alpha1", Kind: "Welcome", Name: "a"},
+		}}},
+		"welcome label":     {want: true, meta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": "welcome"}}},
+		"kube-root-ca.crt":  {want: false, meta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}},
+		"other application": {want: false, meta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": "memcached"}}},
+		"other group's Welcome": {want: false, meta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "example.com/v1", Kind: "Welcome", Name: "a"},
+		}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obj := &metav1.PartialObjectMetadata{ObjectMeta: tc.meta}
+			if got := isChild(obj); got != tc.want {
+				t.Errorf("isChild = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNodesFor(t *testing.T) {
+	cases := map[string]struct{ n, want int }{
+		"one":      {n: 1, want: 3},
+		"default":  {n: DefaultN, want: 3},
+		"hundreds": {n: 500, want: 11},
+		"maximum":  {n: MaxN, want: 38},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := NodesFor(tc.n)
+			if got != tc.want {
+				t.Errorf("NodesFor(%d) = %d, want %d", tc.n, got, tc.want)
+			}
+			if room := (got - 1) * 110; room < 2*tc.n {
+				t.Errorf("NodesFor(%d) = %d leaves room for %d pods without the spare node, want %d", tc.n, got, room, 2*tc.n)
+			}
+		})
+	}
+}
+
+func TestNewConfig(t *testing.T) {
+	cases := map[string]struct {
+		opts      []Option
+		wantNodes int
+		wantErr   bool
+	}{
+		"defaults":          {wantNodes: 3},
+		"sized nodes":       {opts: []Option{WithN(1000)}, wantNodes: NodesFor(1000)},
+		"explicit nodes":    {opts: []Option{WithN(1000), WithNodes(5)}, wantNodes: 5},
+		"zero objects":      {opts: []Option{WithN(0)}, wantErr: true},
+		"too many objects":  {opts: []Option{WithN(MaxN + 1)}, wantErr: true},
+		"negative nodes":    {opts: []Option{WithNodes(-1)}, wantErr: true},
+		"no driver workers": {opts: []Option{WithWorkers(0)}, wantErr: true},
+		"no rounds":         {opts: []Option{WithRounds(0)}, wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := newConfig(tc.opts)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("newConfig error = %v, want error: %v", err, tc.wantErr)
+			}
+			if err == nil && cfg.nodes != tc.wantNodes {
+				t.Errorf("nodes = %d, want %d", cfg.nodes, tc.wantNodes)
+			}
+		})
+	}
+}
+
+func TestStatsFrom(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	total := prometheus.NewCounterVec(prometheus.CounterOpts{Name: reconcileTotalMetric, Help: "reconciles"}, []string{"controller", "result"})
+	seconds := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: reconcileTimeMetric, Help: "time"}, []string{"controller"})
+	other := prometheus.NewCounter(prometheus.CounterOpts{Name: "unrelated_total", Help: "other"})
+	reg.MustRegister(total, seconds, other)
+	total.WithLabelValues("welcome", "success").Add(5)
+	total.WithLabelValues("welcome", "error").Add(2)
+	total.WithLabelValues("welcome-baseline", "requeue").Add(1)
+	seconds.WithLabelValues("welcome").Observe(0.25)
+	seconds.WithLabelValues("welcome").Observe(0.5)
+	seconds.WithLabelValues("welcome-baseline").Observe(1)
+	other.Add(100)
+
+	got, err := statsFrom(reg)
+	if err != nil {
+		t.Fatalf("statsFrom: %v", err)
+	}
+	if diff := cmp.Diff(reconcileStats{count: 8, seconds: 1.75}, got, cmp.AllowUnexported(reconcileStats{})); diff != "" {
+		t.Errorf("statsFrom (-want +got):\n%s", diff)
+	}
+}
