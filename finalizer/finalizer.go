@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convergo-dev/convergo/internal/kobj"
 )
 
 // maxAttempts bounds how often a patch whose test operation failed is rebuilt from a fresh read.
@@ -47,7 +48,7 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, name string
 			return false, nil
 		}
 		if obj.GetDeletionTimestamp() != nil {
-			return false, fmt.Errorf("add finalizer %q to %s: object is being deleted", name, describe(obj))
+			return false, fmt.Errorf("add finalizer %q to %s: object is being deleted", name, kobj.Describe(obj))
 		}
 		var ops []operation
 		if len(current) == 0 {
@@ -66,10 +67,10 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, name string
 			return true, nil
 		}
 		if !retryable(err) || attempt+1 >= maxAttempts {
-			return false, fmt.Errorf("add finalizer %q to %s: %w", name, describe(obj), err)
+			return false, fmt.Errorf("add finalizer %q to %s: %w", name, kobj.Describe(obj), err)
 		}
 		if err := reread(ctx, c, obj, attempt); err != nil {
-			return false, fmt.Errorf("add finalizer %q to %s: %w", name, describe(obj), err)
+			return false, fmt.Errorf("add finalizer %q to %s: %w", name, kobj.Describe(obj), err)
 		}
 	}
 }
@@ -103,13 +104,13 @@ func Remove(ctx context.Context, c client.Client, obj client.Object, name string
 			return false, nil
 		}
 		if !retryable(err) || attempt+1 >= maxAttempts {
-			return false, fmt.Errorf("remove finalizer %q from %s: %w", name, describe(obj), err)
+			return false, fmt.Errorf("remove finalizer %q from %s: %w", name, kobj.Describe(obj), err)
 		}
 		if err := reread(ctx, c, obj, attempt); err != nil {
 			if apierrors.IsNotFound(err) {
 				return false, nil
 			}
-			return false, fmt.Errorf("remove finalizer %q from %s: %w", name, describe(obj), err)
+			return false, fmt.Errorf("remove finalizer %q from %s: %w", name, kobj.Describe(obj), err)
 		}
 	}
 }
@@ -127,7 +128,7 @@ func Finalize(ctx context.Context, c client.Client, obj client.Object, name stri
 	if cleanup != nil {
 		finished, err := cleanup(ctx)
 		if err != nil {
-			return false, fmt.Errorf("clean up %s before removing finalizer %q: %w", describe(obj), name, err)
+			return false, fmt.Errorf("clean up %s before removing finalizer %q: %w", kobj.Describe(obj), name, err)
 		}
 		if !finished {
 			return false, nil
@@ -160,12 +161,11 @@ func patch(ctx context.Context, c client.Client, obj client.Object, ops []operat
 	if err != nil {
 		return fmt.Errorf("encode patch: %w", err)
 	}
-	out := newLike(obj)
+	out := kobj.NewLike(obj)
 	if err := c.Patch(ctx, out, client.RawPatch(types.JSONPatchType, data)); err != nil {
 		return err
 	}
-	copyInto(obj, out)
-	return nil
+	return kobj.CopyInto(obj, out)
 }
 
 // retryable reports whether a failed patch may succeed when rebuilt from a fresh read: the API server
@@ -182,12 +182,11 @@ func reread(ctx context.Context, c client.Client, obj client.Object, attempt int
 		return ctx.Err()
 	case <-t.C:
 	}
-	fresh := newLike(obj)
+	fresh := kobj.NewLike(obj)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 		return fmt.Errorf("re-read: %w", err)
 	}
-	copyInto(obj, fresh)
-	return nil
+	return kobj.CopyInto(obj, fresh)
 }
 
 // validate rejects names the API server would refuse, before any request: a finalizer is a qualified
@@ -197,31 +196,4 @@ func validate(name string) error {
 		return fmt.Errorf("invalid finalizer name %q: %s", name, strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-// newLike returns an empty object of obj's type carrying only its kind, name and namespace. Responses are
-// decoded into it so that nothing stale from obj survives the decode.
-func newLike(obj client.Object) client.Object {
-	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
-	out.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
-	out.SetName(obj.GetName())
-	out.SetNamespace(obj.GetNamespace())
-	return out
-}
-
-// copyInto replaces *dst with *src (same concrete type), keeping dst's kind when src has none.
-func copyInto(dst, src client.Object) {
-	gvk := dst.GetObjectKind().GroupVersionKind()
-	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
-	if dst.GetObjectKind().GroupVersionKind().Empty() {
-		dst.GetObjectKind().SetGroupVersionKind(gvk)
-	}
-}
-
-func describe(obj client.Object) string {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	if kind == "" {
-		kind = reflect.TypeOf(obj).Elem().Name()
-	}
-	return kind + " " + client.ObjectKeyFromObject(obj).String()
 }

@@ -25,11 +25,7 @@ func counted(t *testing.T) (client.Client, *harness.RequestCounter) {
 	t.Helper()
 	env := harness.Default()
 	counter := harness.NewRequestCounter()
-	c, err := client.New(counter.Wrap(env.Config), client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, counter
+	return env.ClientFor(t, counter.Wrap(env.Config)), counter
 }
 
 func newConfigMap(t *testing.T, finalizers ...string) *corev1.ConfigMap {
@@ -41,7 +37,7 @@ func newConfigMap(t *testing.T, finalizers ...string) *corev1.ConfigMap {
 	}
 	// Let nothing of ours outlive the test: drop every finalizer so the namespace can go.
 	t.Cleanup(func() {
-		ctx := context.Background()
+		ctx := context.WithoutCancel(t.Context()) // cancelled once cleanups run
 		fresh := &corev1.ConfigMap{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), fresh); err == nil {
 			for _, f := range fresh.Finalizers {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/convergo-dev/convergo/internal/kobj"
 	"github.com/convergo-dev/convergo/ownership"
 )
 
@@ -205,7 +206,7 @@ func (a *Applier) ApplyAndGet(ctx context.Context, owner, desired client.Object)
 		return nil, "", err
 	}
 	key := client.ObjectKeyFromObject(obj)
-	what := describe(gvk, key)
+	what := kobj.DescribeKey(gvk.Kind, key)
 	intent, err := Intent(obj, a.scheme)
 	if err != nil {
 		return nil, "", fmt.Errorf("apply %s: %w", what, err)
@@ -216,10 +217,7 @@ func (a *Applier) ApplyAndGet(ctx context.Context, owner, desired client.Object)
 	}
 	setIntentHash(intent, hash)
 
-	live, err := a.newObject(obj, gvk)
-	if err != nil {
-		return nil, "", fmt.Errorf("apply %s: %w", what, err)
-	}
+	live := kobj.New(obj)
 	op := OperationUpdated
 	switch err := a.client.Get(ctx, key, live); {
 	case apierrors.IsNotFound(err):
@@ -241,7 +239,8 @@ func (a *Applier) ApplyAndGet(ctx context.Context, owner, desired client.Object)
 		}
 		// Typed objects read from a cache carry no apiVersion/kind; we read by that very kind.
 		content["apiVersion"], content["kind"] = intent["apiVersion"], intent["kind"]
-		same, path := isSubset(intent, content)
+		_, unstructuredIntent := obj.(runtime.Unstructured)
+		same, path := isSubset(intent, content, unstructuredIntent)
 		if same && live.GetAnnotations()[AnnotationIntentHash] == hash {
 			return live, OperationUnchanged, nil
 		}
@@ -286,7 +285,7 @@ func (a *Applier) prepare(owner, obj client.Object, gvk schema.GroupVersionKind)
 	if owner == nil {
 		return nil
 	}
-	what := describe(gvk, client.ObjectKeyFromObject(obj))
+	what := kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(obj))
 	if owner.GetNamespace() == "" || owner.GetNamespace() == obj.GetNamespace() {
 		if err := ownership.SetController(owner, obj, a.scheme); err != nil {
 			return fmt.Errorf("apply %s: %w", what, err)
@@ -340,10 +339,7 @@ func (a *Applier) serverSideApply(ctx context.Context, intent map[string]any, ob
 		u.SetGroupVersionKind(gvk)
 		return u, nil
 	}
-	out, err := a.newObject(obj, gvk)
-	if err != nil {
-		return nil, err
-	}
+	out := kobj.New(obj)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
 		return nil, fmt.Errorf("convert server answer: %w", err)
 	}
@@ -354,7 +350,7 @@ func (a *Applier) serverSideApply(ctx context.Context, intent map[string]any, ob
 // a deletion of the live object (UID precondition) followed by one attempt to create it again.
 func (a *Applier) immutable(ctx context.Context, live client.Object, intent map[string]any, obj client.Object, gvk schema.GroupVersionKind, fields []string, cause error) (client.Object, Operation, error) {
 	childRef := ownership.Reference{Group: gvk.Group, Kind: gvk.Kind, Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID()}
-	what := describe(gvk, client.ObjectKeyFromObject(live))
+	what := kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(live))
 	if !a.cfg.recreateOnImmutable {
 		return nil, "", fmt.Errorf("apply %s: %w", what, &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
 	}
@@ -397,7 +393,7 @@ func immutableFields(err error) ([]string, bool) {
 			for _, c := range d.Causes {
 				if isImmutableMessage(c.Message) {
 					found = true
-					if c.Field != "" && !contains(fields, c.Field) {
+					if c.Field != "" && !slices.Contains(fields, c.Field) {
 						fields = append(fields, c.Field)
 					}
 				}
@@ -413,15 +409,6 @@ func immutableFields(err error) ([]string, bool) {
 func isImmutableMessage(msg string) bool {
 	for _, s := range []string{"field is immutable", "is immutable", "may not change once set", "updates to statefulset spec for fields other than"} {
 		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
 			return true
 		}
 	}
@@ -453,28 +440,6 @@ func (a *Applier) remember(k applyKey, live client.Object, hash string) {
 	a.written[k] = applyRecord{uid: live.GetUID(), rvBefore: live.GetResourceVersion(), hash: hash}
 }
 
-// newObject returns an empty object of obj's type, for reading the live object.
-func (a *Applier) newObject(obj client.Object, gvk schema.GroupVersionKind) (client.Object, error) {
-	return newObjectLike(obj, gvk)
-}
-
-func newObjectLike(obj runtime.Object, gvk schema.GroupVersionKind) (client.Object, error) {
-	if _, ok := obj.(runtime.Unstructured); ok {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		return u, nil
-	}
-	t := reflect.TypeOf(obj)
-	if t.Kind() != reflect.Pointer {
-		return nil, fmt.Errorf("%T is not a pointer", obj)
-	}
-	out, ok := reflect.New(t.Elem()).Interface().(client.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T is not a client.Object", obj)
-	}
-	return out, nil
-}
-
 func setIntentHash(intent map[string]any, hash string) {
 	md, _ := intent["metadata"].(map[string]any)
 	if md == nil {
@@ -487,11 +452,4 @@ func setIntentHash(intent map[string]any, hash string) {
 		md["annotations"] = anns
 	}
 	anns[AnnotationIntentHash] = hash
-}
-
-func describe(gvk schema.GroupVersionKind, key client.ObjectKey) string {
-	if key.Namespace == "" {
-		return gvk.Kind + " " + key.Name
-	}
-	return gvk.Kind + " " + key.Namespace + "/" + key.Name
 }

@@ -16,12 +16,18 @@ import (
 	"github.com/convergo-dev/convergo/reconcile"
 )
 
-func ExampleApplier_Apply() {
-	ctx := context.Background()
+// exampleClient stands in for the manager's client of an operator (mgr.GetClient()), so that the
+// examples run without an API server.
+func exampleClient() client.Client {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithRESTMapper(mapper).Build()
+}
+
+func ExampleApplier_Apply() {
+	ctx := context.Background()
 	// In an operator: reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme()).
-	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithRESTMapper(mapper).Build()
+	c := exampleClient()
 	a := reconcile.NewApplier(c, clientgoscheme.Scheme, reconcile.WithFieldManager("example"))
 
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "1234"}}

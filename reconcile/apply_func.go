@@ -3,11 +3,11 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"reflect"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/convergo-dev/convergo/internal/kobj"
 )
 
 // ApplyFunc is a CreateOrUpdate-style entry point for code migrating from controllerutil, with
@@ -23,49 +23,25 @@ func (a *Applier) ApplyFunc(ctx context.Context, owner, obj client.Object, mutat
 		return "", fmt.Errorf("apply %T %s: %w", obj, obj.GetName(), err)
 	}
 	key := client.ObjectKeyFromObject(obj)
-	empty, err := newObjectLike(obj, gvk)
-	if err != nil {
-		return "", fmt.Errorf("apply %s: %w", describe(gvk, key), err)
-	}
-	empty.SetName(key.Name)
-	empty.SetNamespace(key.Namespace)
-	if err := copyInto(obj, empty); err != nil {
-		return "", fmt.Errorf("apply %s: %w", describe(gvk, key), err)
+	if err := kobj.CopyInto(obj, kobj.NewLike(obj)); err != nil {
+		return "", fmt.Errorf("apply %s: %w", kobj.DescribeKey(gvk.Kind, key), err)
 	}
 	if mutate != nil {
 		if err := mutate(); err != nil {
-			return "", fmt.Errorf("apply %s: mutate: %w", describe(gvk, key), err)
+			return "", fmt.Errorf("apply %s: mutate: %w", kobj.DescribeKey(gvk.Kind, key), err)
 		}
 	}
 	if got := client.ObjectKeyFromObject(obj); got != key {
-		return "", fmt.Errorf("apply %s: mutate changed the object's name or namespace to %s", describe(gvk, key), got)
+		return "", fmt.Errorf("apply %s: mutate changed the object's name or namespace to %s", kobj.DescribeKey(gvk.Kind, key), got)
 	}
 	live, op, err := a.ApplyAndGet(ctx, owner, obj)
 	if err != nil {
 		return op, err
 	}
 	if live != nil {
-		if err := copyInto(obj, live); err != nil {
-			return op, fmt.Errorf("apply %s: %w", describe(gvk, key), err)
+		if err := kobj.CopyInto(obj, live); err != nil {
+			return op, fmt.Errorf("apply %s: %w", kobj.DescribeKey(gvk.Kind, key), err)
 		}
 	}
 	return op, nil
-}
-
-// copyInto overwrites dst with src, two objects of the same type.
-func copyInto(dst, src client.Object) error {
-	if du, ok := dst.(*unstructured.Unstructured); ok {
-		su, ok := src.(*unstructured.Unstructured)
-		if !ok {
-			return fmt.Errorf("cannot copy %T into %T", src, dst)
-		}
-		du.Object = su.DeepCopy().Object
-		return nil
-	}
-	dv, sv := reflect.ValueOf(dst), reflect.ValueOf(src)
-	if dv.Type() != sv.Type() || dv.Kind() != reflect.Pointer {
-		return fmt.Errorf("cannot copy %T into %T", src, dst)
-	}
-	dv.Elem().Set(reflect.ValueOf(src.DeepCopyObject()).Elem())
-	return nil
 }

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -310,6 +312,46 @@ func TestIntegrationApplyChangeAndQuantities(t *testing.T) {
 	f.getLive(t, live)
 	if img := live.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.28" {
 		t.Errorf("image = %s, want nginx:1.28", img)
+	}
+}
+
+// TestIntegrationApplyQuantitiesAsHeldAndStringsAsWritten: a quantity the API server re-serialises
+// ("5000" bytes in binary format is held as "5k") causes no write, while a string that merely looks
+// like a number, changed by someone else ("1.10" to "1.1"), is drift and is repaired.
+func TestIntegrationApplyQuantitiesAsHeldAndStringsAsWritten(t *testing.T) {
+	f := newFixture(t)
+	a := f.applier()
+	oddMemory := func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
+			corev1.ResourceMemory: *resource.NewQuantity(5000*1024*1024+5000, resource.BinarySI),
+		}
+	}
+	f.mustApply(t, a, deployment("odd", oddMemory), reconcile.OperationCreated)
+	f.counter.Reset()
+	for range 3 {
+		if op, err := a.Apply(t.Context(), f.owner, deployment("odd", oddMemory)); err != nil || op != reconcile.OperationUnchanged {
+			t.Fatalf("re-apply of a quantity the server re-serialised: %s, %v; want Unchanged", op, err)
+		}
+	}
+	if n := f.counter.Snapshot().Writes(); n != 0 {
+		t.Errorf("%d writes for a quantity the server re-serialised, want 0", n)
+	}
+
+	config := func() *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "versions"}, Data: map[string]string{"version": "1.10"}}
+	}
+	f.mustApply(t, a, config(), reconcile.OperationCreated)
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"version":"1.1"}}`))
+	tampered := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "versions", Namespace: f.ns}}
+	if err := f.env.Client.Patch(t.Context(), tampered, patch); err != nil {
+		t.Fatal(err)
+	}
+	f.waitCached(t, tampered)
+	f.mustApply(t, a, config(), reconcile.OperationUpdated)
+	live := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "versions"}}
+	f.getLive(t, live)
+	if diff := cmp.Diff(map[string]string{"version": "1.10"}, live.Data); diff != "" {
+		t.Errorf("data after the repair (-want +got):\n%s", diff)
 	}
 }
 

@@ -154,6 +154,42 @@ func TestApplyDetectsLiveDrift(t *testing.T) {
 	}
 }
 
+// TestApplyRepairsDriftBetweenNumberLikeStrings: strings that happen to parse as quantities are
+// still compared as written; only a value the server canonicalised ("1000m" held as "1") counts as
+// the same.
+func TestApplyRepairsDriftBetweenNumberLikeStrings(t *testing.T) {
+	cases := map[string]struct {
+		desired, tampered string
+	}{
+		"version":   {desired: "1.10", tampered: "1.1"},
+		"exponent":  {desired: "10", tampered: "1e1"},
+		"suffix":    {desired: "1Gi", tampered: "1024Mi"},
+		"fractions": {desired: "0.5", tampered: "500m"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := newFake(t, nil)
+			a := NewApplier(c, nil)
+			app := owner("app")
+			if _, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"v": tc.desired})); err != nil {
+				t.Fatal(err)
+			}
+			live := &corev1.ConfigMap{}
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "child"}, live); err != nil {
+				t.Fatal(err)
+			}
+			live.Data["v"] = tc.tampered
+			if err := c.Update(t.Context(), live); err != nil {
+				t.Fatal(err)
+			}
+			op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"v": tc.desired}))
+			if err != nil || op != OperationUpdated {
+				t.Fatalf("apply after %q was changed to %q: %s, %v; want Updated", tc.desired, tc.tampered, op, err)
+			}
+		})
+	}
+}
+
 func TestApplyOwnership(t *testing.T) {
 	other := owner("other")
 	app := owner("app")

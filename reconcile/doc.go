@@ -3,10 +3,10 @@
 //
 // Apply takes the child as a typed object holding only what the operator cares about. It reads the
 // live object from the cache, compares only the fields the desired object sets (numbers by value,
-// quantities by value, lists as ordered subsequences) plus a hash of that intent, and sends a
-// server-side apply only when they differ. Defaulted fields never cause a write, a field dropped
-// from the desired object is removed from the live one, and a child of another owner is never
-// taken over.
+// quantities in the form the API server stores, lists as ordered subsequences) plus a hash of that
+// intent, and sends a server-side apply only when they differ. Defaulted fields never cause a
+// write, a field dropped from the desired object is removed from the live one, and a child of
+// another owner is never taken over.
 //
 //	a := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithFieldManager("memcached"))
 //	op, err := a.Apply(ctx, memcached, &appsv1.Deployment{
@@ -23,4 +23,21 @@
 //	res, err := g.Apply(ctx, a, owner)        // in order; waits for readiness
 //	pruned, err := a.Prune(ctx, owner, g, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.Deployment{})
 //	done, err := g.Delete(ctx, a, owner)      // reverse order, on deletion, until done
+//
+// The Reconciler composes all of it for an API type T whose status has conditions: on every
+// request it ensures a finalizer, builds the Graph from T's spec, applies it, prunes what is no
+// longer declared, sets Ready / Reconciling / Stalled and patches the status only when it changed;
+// on deletion it deletes the children in reverse order, runs an optional cleanup hook and only
+// then removes the finalizer. A converged object costs no API request.
+//
+//	r := reconcile.NewReconciler(mgr, func(ctx context.Context, mc *v1alpha1.Memcached) (*reconcile.Graph, error) {
+//		if mc.Spec.Size > 10 {
+//			return nil, reconcile.Invalid("size %d is more than 10", mc.Spec.Size) // Stalled, not retried
+//		}
+//		g := reconcile.NewGraph()
+//		g.Add("deployment", deployment(mc)).ReadyWhen(builders.DeploymentAvailable)
+//		g.Add("service", service(mc)).DependsOn("deployment")
+//		return g, nil
+//	}, reconcile.WithOwns(&appsv1.Deployment{}, &corev1.Service{}))
+//	err := r.SetupWithManager(mgr)
 package reconcile

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/convergo-dev/convergo/internal/kobj"
 )
 
 // maxEventNote is the longest note an events.k8s.io/v1 Event accepts.
@@ -35,13 +37,13 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 			if c.Operation == OperationUnchanged {
 				continue
 			}
-			r.normal(owner, child, string(c.Operation), "Apply", strings.ToLower(string(c.Operation))+" "+kind+" "+childKey(child))
+			r.normal(owner, child, string(c.Operation), "Apply", strings.ToLower(string(c.Operation))+" "+kobj.DescribeKey(kind, keyOf(child)))
 		}
 	}
 	for _, p := range out.pruned {
 		kind := r.kindOf(p)
 		r.metrics.childOperation(kind, string(OperationDeleted))
-		r.normal(owner, p, string(OperationDeleted), "Prune", "deleted "+kind+" "+childKey(p)+": no longer declared")
+		r.normal(owner, p, string(OperationDeleted), "Prune", "deleted "+kobj.DescribeKey(kind, keyOf(p))+": no longer declared")
 	}
 }
 
@@ -59,11 +61,12 @@ func (r *Reconciler[T]) kindOf(obj client.Object) string {
 	return "Unknown"
 }
 
-func childKey(obj client.Object) string {
+// keyOf returns obj's namespace and name; a nil obj has neither.
+func keyOf(obj client.Object) client.ObjectKey {
 	if obj == nil {
-		return ""
+		return client.ObjectKey{}
 	}
-	return client.ObjectKeyFromObject(obj).String()
+	return client.ObjectKeyFromObject(obj)
 }
 
 // normal emits a Normal event about regarding (related: the child it concerns, or nil).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/convergo-dev/convergo/internal/kobj"
 	"github.com/convergo-dev/convergo/ownership"
 )
 
@@ -54,7 +56,7 @@ func (n *Node) Dependencies() []string { return append([]string(nil), n.deps...)
 // and that on deletion the named children are deleted only after this node is gone.
 func (n *Node) DependsOn(names ...string) *Node {
 	for _, name := range names {
-		if !contains(n.deps, name) {
+		if !slices.Contains(n.deps, name) {
 			n.deps = append(n.deps, name)
 		}
 	}
@@ -241,12 +243,7 @@ func (g *Graph) Types() []client.Object {
 			continue
 		}
 		seen[t] = true
-		var gvk = n.obj.GetObjectKind().GroupVersionKind()
-		obj, err := newObjectLike(n.obj, gvk)
-		if err != nil {
-			continue
-		}
-		out = append(out, obj)
+		out = append(out, kobj.New(n.obj))
 	}
 	return out
 }
@@ -410,10 +407,7 @@ func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object
 	if err != nil {
 		return false, err
 	}
-	live, err := newObjectLike(desired, gvk)
-	if err != nil {
-		return false, err
-	}
+	live := kobj.New(desired)
 	key := client.ObjectKey{Namespace: id.namespace, Name: id.name}
 	if err := a.client.Get(ctx, key, live); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -428,7 +422,7 @@ func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object
 		if err := deleteExact(ctx, a.client, live); err != nil {
 			return true, err
 		}
-		logf.FromContext(ctx).V(1).Info("deleted child", "object", describe(gvk, key))
+		logf.FromContext(ctx).V(1).Info("deleted child", "object", kobj.DescribeKey(gvk.Kind, key))
 	}
 	return true, nil
 }

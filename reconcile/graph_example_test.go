@@ -1,10 +1,13 @@
 package reconcile_test
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/reconcile"
 )
@@ -48,4 +51,48 @@ func ExampleGraph_Validate() {
 	// Output:
 	// invalid child graph: dependency cycle a -> b -> c -> a
 	// invalid child graph: child "web" depends on unknown child "config"
+}
+
+// A child is applied only once the children it depends on are ready; until then the result says what
+// the graph waits for.
+func ExampleGraph_Apply() {
+	ctx := context.Background()
+	a := reconcile.NewApplier(exampleClient(), clientgoscheme.Scheme) // in an operator: mgr.GetClient()
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default", UID: "1234"}}
+
+	children := func(migrated string) *reconcile.Graph {
+		g := reconcile.NewGraph()
+		g.Add("schema", &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop-schema"},
+			Data:       map[string]string{"migrated": migrated},
+		}).ReadyWhen(func(live client.Object) (bool, string) {
+			if live.(*corev1.ConfigMap).Data["migrated"] == "yes" {
+				return true, ""
+			}
+			return false, "migration pending"
+		})
+		g.Add("app", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shop-app"}}).DependsOn("schema")
+		return g
+	}
+	for _, migrated := range []string{"no", "yes", "yes"} {
+		res, err := children(migrated).Apply(ctx, a, owner)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, c := range res.Children {
+			fmt.Printf("%s: applied=%v operation=%q ready=%v\n", c.Name, c.Applied, c.Operation, c.Ready)
+		}
+		fmt.Printf("ready=%v waiting=%q\n", res.Ready, res.Waiting)
+	}
+	// Output:
+	// schema: applied=true operation="Created" ready=false
+	// app: applied=false operation="" ready=false
+	// ready=false waiting=["schema: migration pending" "app waits for schema: migration pending"]
+	// schema: applied=true operation="Updated" ready=true
+	// app: applied=true operation="Created" ready=true
+	// ready=true waiting=[]
+	// schema: applied=true operation="Unchanged" ready=true
+	// app: applied=true operation="Unchanged" ready=true
+	// ready=true waiting=[]
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -36,7 +35,7 @@ var keptMetadata = []string{"name", "namespace", "labels", "annotations", "owner
 //     pointer to an empty struct is kept (emptyDir: {} means something);
 //   - values with their own JSON encoding (metav1.Time, resource.Quantity, intstr.IntOrString,
 //     runtime.RawExtension...) use it, and are left out when zero, so creationTimestamp: null is
-//     never sent;
+//     never sent; quantities take the canonical form the API server stores ("1000m" becomes "1");
 //   - embedded and ",inline" structs are flattened;
 //   - the top-level status is dropped, and metadata keeps only name, namespace, labels,
 //     annotations, ownerReferences and finalizers;
@@ -361,7 +360,27 @@ func encodeMarshaler(v reflect.Value, elem bool, path string) (enc any, handled,
 	if out == nil {
 		return nil, true, false, nil
 	}
+	if q, ok := out.(string); ok && (t == quantityType || t == quantityPointerType) {
+		out = heldQuantity(q)
+	}
 	return out, true, true, nil
+}
+
+var (
+	quantityType        = reflect.TypeFor[resource.Quantity]()
+	quantityPointerType = reflect.TypeFor[*resource.Quantity]()
+)
+
+// heldQuantity returns the form in which the API server holds the quantity s: it parses what it
+// receives and serialises it canonically, so "1000m" is held as "1", "0.5Gi" as "512Mi" and even a
+// canonical "5000" of a binary-format quantity as "5k". s is returned as it is when it is not a
+// quantity.
+func heldQuantity(s string) string {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return s
+	}
+	return q.String()
 }
 
 func normaliseNumbers(v any) any {
@@ -459,13 +478,23 @@ func hasOption(opts, want string) bool {
 
 // isSubset reports whether every field set in intent holds the same value in live: maps key by
 // key, lists as an ordered subsequence (elements added by other managers or by defaulting are
-// allowed), numbers numerically, and strings that both parse as quantities by value ("1000m" ==
-// "1", "1Gi" == "1024Mi"). It returns the path of the first difference.
-func isSubset(intent, live any) (bool, string) {
-	return subset(intent, live, "")
+// allowed), numbers numerically and strings as written. It returns the path of the first
+// difference.
+//
+// The intent of a typed object holds its quantities in the form the API server stores (see
+// heldQuantity), so they compare as written too. The intent of an unstructured object does not say
+// which strings are quantities: with quantities set, an intent string also matches its held form
+// as a quantity ("1000m" matches "1"), but "1.1" does not match "1.10", nor "1024Mi" "1Gi".
+func isSubset(intent, live any, quantities bool) (bool, string) {
+	return comparison{quantities: quantities}.subset(intent, live, "")
 }
 
-func subset(intent, live any, path string) (bool, string) {
+// comparison is one isSubset run.
+type comparison struct {
+	quantities bool
+}
+
+func (c comparison) subset(intent, live any, path string) (bool, string) {
 	switch iv := intent.(type) {
 	case map[string]any:
 		lv, ok := live.(map[string]any)
@@ -480,7 +509,7 @@ func subset(intent, live any, path string) (bool, string) {
 				}
 				return false, path + "." + k
 			}
-			if ok, p := subset(e, l, path+"."+k); !ok {
+			if ok, p := c.subset(e, l, path+"."+k); !ok {
 				return false, p
 			}
 		}
@@ -494,7 +523,7 @@ func subset(intent, live any, path string) (bool, string) {
 		for i, e := range iv {
 			matched := false
 			for j < len(lv) {
-				ok, _ := subset(e, lv[j], "")
+				ok, _ := c.subset(e, lv[j], "")
 				j++
 				if ok {
 					matched = true
@@ -512,7 +541,7 @@ func subset(intent, live any, path string) (bool, string) {
 		}
 		return false, pathOr(path)
 	}
-	if scalarEqual(intent, live) {
+	if c.scalarEqual(intent, live) {
 		return true, ""
 	}
 	return false, pathOr(path)
@@ -525,7 +554,7 @@ func pathOr(p string) string {
 	return p
 }
 
-func scalarEqual(a, b any) bool {
+func (c comparison) scalarEqual(a, b any) bool {
 	if af, ok := toFloat(a); ok {
 		bf, ok := toFloat(b)
 		if !ok {
@@ -544,15 +573,7 @@ func scalarEqual(a, b any) bool {
 		if !ok {
 			return false
 		}
-		if a == b {
-			return true
-		}
-		qa, errA := resource.ParseQuantity(a)
-		if errA != nil {
-			return false
-		}
-		qb, errB := resource.ParseQuantity(b)
-		return errB == nil && qa.Cmp(qb) == 0
+		return a == b || c.quantities && heldQuantity(a) == b
 	case bool:
 		b, ok := b.(bool)
 		return ok && a == b
@@ -604,9 +625,4 @@ func liveContent(obj client.Object) (map[string]any, error) {
 		return nil, fmt.Errorf("convert live %T: %w", obj, err)
 	}
 	return m, nil
-}
-
-// toUnstructured wraps intent for server-side apply.
-func toUnstructured(intent map[string]any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: intent}
 }

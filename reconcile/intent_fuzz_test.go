@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/randfill"
+
+	"github.com/convergo-dev/convergo/internal/kobj"
 )
 
 // FuzzIntent fills typed objects randomly and checks the intent extraction's properties:
@@ -85,16 +87,21 @@ func FuzzIntent(f *testing.F) {
 			if err != nil {
 				t.Skip() // randomly filled values the converter cannot handle
 			}
+			// As the API server holds it: quantities parsed and serialised again ("5000" as "5k").
+			held := kobj.New(obj)
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(full, held); err != nil {
+				t.Skip()
+			}
+			if full, err = runtime.DefaultUnstructuredConverter.ToUnstructured(held); err != nil {
+				t.Skip()
+			}
 			full["apiVersion"], full["kind"] = intent["apiVersion"], intent["kind"]
-			if ok, path := isSubset(intent, full); !ok {
+			if ok, path := isSubset(intent, full, false); !ok {
 				t.Fatalf("intent is not a subset of the object at %s", path)
 			}
 		}
 
-		back, err := newObjectLike(obj, obj.GetObjectKind().GroupVersionKind())
-		if err != nil {
-			t.Fatal(err)
-		}
+		back := kobj.New(obj)
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(runtime.DeepCopyJSON(intent), back); err != nil {
 			t.Fatalf("intent does not convert back to %T: %v", obj, err)
 		}
@@ -102,9 +109,9 @@ func FuzzIntent(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Same meaning both ways (a quantity may print differently once parsed: "1000k" vs "1M").
-		okA, pathA := isSubset(intent, again)
-		okB, pathB := isSubset(again, intent)
+		// The same both ways: quantities are already in the form parsing them again gives.
+		okA, pathA := isSubset(intent, again, false)
+		okB, pathB := isSubset(again, intent, false)
 		if !okA || !okB {
 			t.Fatalf("extraction is not idempotent (differences at %q / %q):\n%s", pathA, pathB, cmp.Diff(intent, again))
 		}

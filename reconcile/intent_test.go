@@ -245,33 +245,37 @@ func TestIntentHash(t *testing.T) {
 func TestIsSubset(t *testing.T) {
 	cases := map[string]struct {
 		intent, live string
+		quantities   bool // the intent of an unstructured object
 		want         bool
 		path         string
 	}{
-		"equal":                          {intent: `{"a":1}`, live: `{"a":1}`, want: true},
-		"live has more fields":           {intent: `{"a":{"b":1}}`, live: `{"a":{"b":1,"c":2},"d":3}`, want: true},
-		"missing field":                  {intent: `{"a":{"b":1}}`, live: `{"a":{}}`, path: ".a.b"},
-		"changed scalar":                 {intent: `{"a":"x"}`, live: `{"a":"y"}`, path: ".a"},
-		"int vs float":                   {intent: `{"a":1}`, live: `{"a":1.0}`, want: true},
-		"float differs":                  {intent: `{"a":1.5}`, live: `{"a":1}`, path: ".a"},
-		"quantity millis":                {intent: `{"cpu":"1000m"}`, live: `{"cpu":"1"}`, want: true},
-		"quantity binary":                {intent: `{"m":"1Gi"}`, live: `{"m":"1024Mi"}`, want: true},
-		"quantity differs":               {intent: `{"m":"1Gi"}`, live: `{"m":"1G"}`, path: ".m"},
-		"number vs string":               {intent: `{"a":1}`, live: `{"a":"1"}`, path: ".a"},
-		"list subsequence":               {intent: `{"l":[{"n":"a"},{"n":"c"}]}`, live: `{"l":[{"n":"a","x":1},{"n":"b"},{"n":"c"}]}`, want: true},
-		"list order matters":             {intent: `{"l":["c","a"]}`, live: `{"l":["a","c"]}`, path: ".l[1]"},
-		"list element missing":           {intent: `{"l":["a","z"]}`, live: `{"l":["a","b"]}`, path: ".l[1]"},
-		"list vs map":                    {intent: `{"l":["a"]}`, live: `{"l":{"a":1}}`, path: ".l"},
-		"bool":                           {intent: `{"b":false}`, live: `{"b":false}`, want: true},
-		"bool differs":                   {intent: `{"b":false}`, live: `{"b":true}`, path: ".b"},
-		"null intent, absent live":       {intent: `{"a":null}`, live: `{}`, want: true},
-		"empty map intent, map live":     {intent: `{"e":{}}`, live: `{"e":{"medium":""}}`, want: true},
-		"empty map intent, absent live":  {intent: `{"e":{}}`, live: `{}`, path: ".e"},
-		"duplicate intent elements need": {intent: `{"l":["a","a"]}`, live: `{"l":["a"]}`, path: ".l[1]"},
+		"equal":                           {intent: `{"a":1}`, live: `{"a":1}`, want: true},
+		"live has more fields":            {intent: `{"a":{"b":1}}`, live: `{"a":{"b":1,"c":2},"d":3}`, want: true},
+		"missing field":                   {intent: `{"a":{"b":1}}`, live: `{"a":{}}`, path: ".a.b"},
+		"changed scalar":                  {intent: `{"a":"x"}`, live: `{"a":"y"}`, path: ".a"},
+		"int vs float":                    {intent: `{"a":1}`, live: `{"a":1.0}`, want: true},
+		"float differs":                   {intent: `{"a":1.5}`, live: `{"a":1}`, path: ".a"},
+		"quantity millis":                 {intent: `{"cpu":"1000m"}`, live: `{"cpu":"1"}`, quantities: true, want: true},
+		"quantity binary":                 {intent: `{"m":"1024Mi"}`, live: `{"m":"1Gi"}`, quantities: true, want: true},
+		"quantity differs":                {intent: `{"m":"1Gi"}`, live: `{"m":"1G"}`, quantities: true, path: ".m"},
+		"only the held form matches":      {intent: `{"m":"1Gi"}`, live: `{"m":"1024Mi"}`, quantities: true, path: ".m"},
+		"version-like string":             {intent: `{"v":"1.10"}`, live: `{"v":"1.1"}`, quantities: true, path: ".v"},
+		"typed intent strings as written": {intent: `{"cpu":"1000m"}`, live: `{"cpu":"1"}`, path: ".cpu"},
+		"number vs string":                {intent: `{"a":1}`, live: `{"a":"1"}`, path: ".a"},
+		"list subsequence":                {intent: `{"l":[{"n":"a"},{"n":"c"}]}`, live: `{"l":[{"n":"a","x":1},{"n":"b"},{"n":"c"}]}`, want: true},
+		"list order matters":              {intent: `{"l":["c","a"]}`, live: `{"l":["a","c"]}`, path: ".l[1]"},
+		"list element missing":            {intent: `{"l":["a","z"]}`, live: `{"l":["a","b"]}`, path: ".l[1]"},
+		"list vs map":                     {intent: `{"l":["a"]}`, live: `{"l":{"a":1}}`, path: ".l"},
+		"bool":                            {intent: `{"b":false}`, live: `{"b":false}`, want: true},
+		"bool differs":                    {intent: `{"b":false}`, live: `{"b":true}`, path: ".b"},
+		"null intent, absent live":        {intent: `{"a":null}`, live: `{}`, want: true},
+		"empty map intent, map live":      {intent: `{"e":{}}`, live: `{"e":{"medium":""}}`, want: true},
+		"empty map intent, absent live":   {intent: `{"e":{}}`, live: `{}`, path: ".e"},
+		"duplicate intent elements need":  {intent: `{"l":["a","a"]}`, live: `{"l":["a"]}`, path: ".l[1]"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, path := isSubset(jsonMap(t, tc.intent), jsonMap(t, tc.live))
+			got, path := isSubset(jsonMap(t, tc.intent), jsonMap(t, tc.live), tc.quantities)
 			if got != tc.want || path != tc.path {
 				t.Errorf("isSubset = %v at %q, want %v at %q", got, path, tc.want, tc.path)
 			}
@@ -293,19 +297,19 @@ func FuzzIntentSubset(f *testing.F) {
 			t.Skip()
 		}
 		intent = normaliseNumbers(intent).(map[string]any)
-		if ok, path := isSubset(intent, intent); !ok {
+		if ok, path := isSubset(intent, intent, true); !ok {
 			t.Fatalf("document is not a subset of itself (at %s): %s", path, doc)
 		}
 		live := runtime.DeepCopyJSON(intent)
 		if _, exists := live[extraKey]; !exists {
 			live[extraKey] = map[string]any{"added": "by the server"}
-			if ok, path := isSubset(intent, live); !ok {
+			if ok, path := isSubset(intent, live, true); !ok {
 				t.Fatalf("adding live-only field %q breaks the subset (at %s): %s", extraKey, path, doc)
 			}
 		}
 		changed := runtime.DeepCopyJSON(intent)
 		if changeLeaf(changed) {
-			if ok, _ := isSubset(intent, changed); ok {
+			if ok, _ := isSubset(intent, changed, true); ok {
 				t.Fatalf("changing a leaf keeps the subset: %s", doc)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/convergo-dev/convergo/internal/kobj"
 	"github.com/convergo-dev/convergo/ownership"
 )
 
@@ -49,9 +50,9 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 				continue
 			}
 			if err := deleteExact(ctx, a.client, item); err != nil {
-				return deleted, fmt.Errorf("prune %s: %w", describe(gvk, client.ObjectKeyFromObject(item)), err)
+				return deleted, fmt.Errorf("prune %s: %w", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)), err)
 			}
-			logf.FromContext(ctx).Info("pruned child no longer declared", "object", describe(gvk, client.ObjectKeyFromObject(item)))
+			logf.FromContext(ctx).Info("pruned child no longer declared", "object", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)))
 			deleted = append(deleted, item)
 		}
 	}
@@ -77,7 +78,7 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 				continue
 			}
 			if err := deleteExact(ctx, a.client, item); err != nil {
-				return false, fmt.Errorf("delete %s: %w", describe(gvk, client.ObjectKeyFromObject(item)), err)
+				return false, fmt.Errorf("delete %s: %w", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)), err)
 			}
 		}
 	}

@@ -340,9 +340,10 @@ func (r *Reconciler[T]) Name() string { return r.name }
 func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 
 // SetupWithManager registers the controller: it watches T (spec, label, annotation and deletion
-// changes; status-only updates do not trigger it), every WithOwns type and every WithWatches watch. Children are mapped to
-// their owner through the tracking labels every child carries (ownership.EnqueueTrackedOwner), which
-// covers children with an owner reference as well as cluster-scoped and cross-namespace ones.
+// changes; status-only updates do not trigger it), every WithOwns type and every WithWatches watch.
+// Children are mapped to their owner through the tracking labels every child carries
+// (ownership.EnqueueTrackedOwner), which covers children with an owner reference as well as
+// cluster-scoped and cross-namespace ones.
 func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if r.initErr != nil {
 		return r.initErr

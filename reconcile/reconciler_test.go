@@ -296,6 +296,37 @@ func TestNewReconcilerDefaultsAndErrors(t *testing.T) {
 	}
 }
 
+func TestReconcilerPassesOptionsOn(t *testing.T) {
+	type settings struct {
+		MaxConcurrent int
+		FieldManager  string
+		AdoptOrphans  bool
+	}
+	cases := map[string]struct {
+		opts []ReconcilerOption
+		want settings
+	}{
+		"defaults": {
+			opts: []ReconcilerOption{WithName("plain")},
+			want: settings{MaxConcurrent: 1, FieldManager: "plain"},
+		},
+		"given": {
+			opts: []ReconcilerOption{WithName("tuned"), WithMaxConcurrentReconciles(4),
+				WithApplierOptions(WithFieldManager("custom"), WithAdoptOrphans())},
+			want: settings{MaxConcurrent: 4, FieldManager: "custom", AdoptOrphans: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, _ := rtReconciler(t, tc.opts...)
+			got := settings{MaxConcurrent: r.maxConc, FieldManager: r.applier.FieldManager(), AdoptOrphans: r.applier.cfg.adoptOrphans}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("settings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // rtOther is another Object type, to pass hooks for the wrong type.
 type rtOther struct{ testapi.Widget }
 

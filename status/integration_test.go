@@ -32,11 +32,7 @@ func counted(t *testing.T) (client.Client, *harness.RequestCounter) {
 	t.Helper()
 	env := harness.Default()
 	counter := harness.NewRequestCounter()
-	c, err := client.New(counter.Wrap(env.Config), client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, counter
+	return env.ClientFor(t, counter.Wrap(env.Config)), counter
 }
 
 func newWidget(t *testing.T) *testapi.Widget {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convergo-dev/convergo/internal/kobj"
 )
 
 // Patcher writes an object's status with a JSON merge patch of the status subresource that holds only
@@ -23,21 +25,21 @@ import (
 // Conditions are expected under status.conditions as a list keyed by type (the metav1.Condition
 // convention); any other status field is compared and patched as JSON.
 type Patcher struct {
-	client     client.Client
-	reader     client.Reader
-	maxRetries int
-	backoff    time.Duration
-	fieldOwner string
+	client       client.Client
+	reader       client.Reader
+	maxRetries   int
+	backoff      time.Duration
+	fieldManager string
 }
 
 // Option configures a Patcher.
 type Option func(*config)
 
 type config struct {
-	reader     client.Reader
-	maxRetries int
-	backoff    time.Duration
-	fieldOwner string
+	reader       client.Reader
+	maxRetries   int
+	backoff      time.Duration
+	fieldManager string
 }
 
 // WithReader sets the reader used to re-read the object after a conflict. Default: the Patcher's client.
@@ -51,9 +53,10 @@ func WithMaxRetries(n int) Option { return func(c *config) { c.maxRetries = max(
 // WithBackoff sets the delay before the first retry; it doubles on each further retry. Default 10ms.
 func WithBackoff(d time.Duration) Option { return func(c *config) { c.backoff = max(d, 0) } }
 
-// WithFieldOwner sets the field manager recorded for the patches. Default: none (the server derives one
-// from the client's user agent).
-func WithFieldOwner(name string) Option { return func(c *config) { c.fieldOwner = name } }
+// WithFieldManager sets the field manager recorded for the patches (as reconcile.WithFieldManager does for
+// applies). Default: none, so the client's own (client.WithFieldOwner) or the one the server derives
+// from the user agent.
+func WithFieldManager(name string) Option { return func(c *config) { c.fieldManager = name } }
 
 // NewPatcher returns a Patcher that writes through c.
 func NewPatcher(c client.Client, opts ...Option) *Patcher {
@@ -61,7 +64,7 @@ func NewPatcher(c client.Client, opts ...Option) *Patcher {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Patcher{client: c, reader: cfg.reader, maxRetries: cfg.maxRetries, backoff: cfg.backoff, fieldOwner: cfg.fieldOwner}
+	return &Patcher{client: c, reader: cfg.reader, maxRetries: cfg.maxRetries, backoff: cfg.backoff, fieldManager: cfg.fieldManager}
 }
 
 // Patch writes obj's status if it differs from before, a deep copy of obj taken before the status was
@@ -96,14 +99,14 @@ func (p *Patcher) Patch(ctx context.Context, obj, before client.Object) (bool, e
 			return true, nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= p.maxRetries {
-			return false, fmt.Errorf("patch status of %s: %w", describe(obj), err)
+			return false, fmt.Errorf("patch status of %s: %w", kobj.Describe(obj), err)
 		}
 		if err := sleep(ctx, p.backoff<<attempt); err != nil {
-			return false, fmt.Errorf("patch status of %s: %w", describe(obj), err)
+			return false, fmt.Errorf("patch status of %s: %w", kobj.Describe(obj), err)
 		}
-		fresh := newLike(obj)
+		fresh := kobj.NewLike(obj)
 		if err := p.reader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-			return false, fmt.Errorf("re-read %s after conflict: %w", describe(obj), err)
+			return false, fmt.Errorf("re-read %s after conflict: %w", kobj.Describe(obj), err)
 		}
 		freshStatus, err := statusMap(fresh)
 		if err != nil {
@@ -112,8 +115,7 @@ func (p *Patcher) Patch(ctx context.Context, obj, before client.Object) (bool, e
 		target = d.applyTo(freshStatus)
 		body = mergeDiff(freshStatus, target)
 		if len(body) == 0 {
-			copyInto(obj, fresh)
-			return false, nil
+			return false, kobj.CopyInto(obj, fresh)
 		}
 		rv = fresh.GetResourceVersion()
 	}
@@ -129,15 +131,14 @@ func (p *Patcher) send(ctx context.Context, obj client.Object, rv string, status
 		return fmt.Errorf("encode status patch: %w", err)
 	}
 	var opts []client.SubResourcePatchOption
-	if p.fieldOwner != "" {
-		opts = append(opts, client.FieldOwner(p.fieldOwner))
+	if p.fieldManager != "" {
+		opts = append(opts, client.FieldOwner(p.fieldManager))
 	}
-	out := newLike(obj)
+	out := kobj.NewLike(obj)
 	if err := p.client.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, data), opts...); err != nil {
 		return err
 	}
-	copyInto(obj, out)
-	return nil
+	return kobj.CopyInto(obj, out)
 }
 
 // delta is what one writer changed in a status: conditions by type and the other fields as a JSON merge
@@ -324,44 +325,17 @@ func statusMap(obj client.Object) (map[string]any, error) {
 		var err error
 		content, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
-			return nil, fmt.Errorf("convert %s: %w", describe(obj), err)
+			return nil, fmt.Errorf("convert %s: %w", kobj.Describe(obj), err)
 		}
 	}
 	st, found, err := unstructured.NestedMap(content, "status")
 	if err != nil {
-		return nil, fmt.Errorf("read status of %s: %w", describe(obj), err)
+		return nil, fmt.Errorf("read status of %s: %w", kobj.Describe(obj), err)
 	}
 	if !found || st == nil {
 		return map[string]any{}, nil
 	}
 	return st, nil
-}
-
-// newLike returns an empty object of obj's type carrying only its kind, name and namespace. Responses are
-// decoded into it so that nothing stale from obj survives the decode.
-func newLike(obj client.Object) client.Object {
-	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
-	out.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
-	out.SetName(obj.GetName())
-	out.SetNamespace(obj.GetNamespace())
-	return out
-}
-
-// copyInto replaces *dst with *src (same concrete type), keeping dst's kind when src has none.
-func copyInto(dst, src client.Object) {
-	gvk := dst.GetObjectKind().GroupVersionKind()
-	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
-	if dst.GetObjectKind().GroupVersionKind().Empty() {
-		dst.GetObjectKind().SetGroupVersionKind(gvk)
-	}
-}
-
-func describe(obj client.Object) string {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	if kind == "" {
-		kind = reflect.TypeOf(obj).Elem().Name()
-	}
-	return kind + " " + client.ObjectKeyFromObject(obj).String()
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -303,3 +303,41 @@ func TestPatcherUnstructured(t *testing.T) {
 		t.Errorf("server summary %q; obj rv %s (server %s), kind %q", got.Status.Summary, u.GetResourceVersion(), got.ResourceVersion, u.GetKind())
 	}
 }
+
+func TestPatcherFieldManager(t *testing.T) {
+	cases := map[string]struct {
+		opts []Option
+		want string
+	}{
+		"none by default":  {want: ""},
+		"WithFieldManager": {opts: []Option{WithFieldManager("memcached")}, want: "memcached"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := runtime.NewScheme()
+			if err := testapi.AddToScheme(s); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			w := widget(1)
+			cl := fake.NewClientBuilder().WithScheme(s).WithObjects(w).WithStatusSubresource(&testapi.Widget{}).
+				WithInterceptorFuncs(interceptor.Funcs{
+					SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+						got = append(got, (&client.SubResourcePatchOptions{}).ApplyOptions(opts).FieldManager)
+						return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+					},
+				}).Build()
+			if err := cl.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+				t.Fatal(err)
+			}
+			before := w.DeepCopy()
+			w.Status.Summary = "changed"
+			if _, err := NewPatcher(cl, tc.opts...).Patch(t.Context(), w, before); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{tc.want}, got); diff != "" {
+				t.Errorf("field managers of the patches (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

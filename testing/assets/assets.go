@@ -287,7 +287,7 @@ func buildInto(ctx context.Context, cfg *config, b *builder, dir string, c Compo
 func absent(dir string, components []Component) []Component {
 	var missing []Component
 	for _, c := range components {
-		if !isFile(filepath.Join(dir, string(c))) || (c == Kwok && !isFile(filepath.Join(dir, KwokStagesFile))) {
+		if slices.ContainsFunc(requiredFiles(dir, c), func(p string) bool { return !isFile(p) }) {
 			missing = append(missing, c)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -176,7 +177,7 @@ func NewClient(scheme *runtime.Scheme, opts ...Option) *Client {
 		o(&cfg)
 	}
 	if scheme == nil {
-		scheme = clientgoScheme()
+		scheme = clientgoscheme.Scheme
 	}
 	statusTypes := append([]client.Object(nil), cfg.statusTypes...)
 	for _, obj := range cfg.objects {

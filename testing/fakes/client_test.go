@@ -1,6 +1,7 @@
 package fakes_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -10,46 +11,62 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/testing/fakes"
 )
 
+// newScheme returns client-go's types plus the test Widget (a custom resource with a status).
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := testapi.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
 func TestStatusSubresourceForSeededTypes(t *testing.T) {
-	w := &Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}, Spec: WidgetSpec{Size: 1}}
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}, Spec: testapi.WidgetSpec{Replicas: 1}}
 	c := fakes.NewClient(newScheme(), fakes.WithObjects(w))
 	ctx := t.Context()
 
-	var live Widget
+	var live testapi.Widget
 	if err := c.Get(ctx, client.ObjectKeyFromObject(w), &live); err != nil {
 		t.Fatal(err)
 	}
 	// A plain update leaves status alone.
-	live.Spec.Size = 2
-	live.Status.Phase = "Sneaky"
+	live.Spec.Replicas = 2
+	live.Status.Summary = "Sneaky"
 	if err := c.Update(ctx, &live); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(w), &live); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(WidgetStatus{}, live.Status); diff != "" {
+	if diff := cmp.Diff(testapi.WidgetStatus{}, live.Status); diff != "" {
 		t.Errorf("status after a plain update (-want +got):\n%s", diff)
 	}
 	// A status update writes only status.
-	live.Spec.Size = 3
-	live.Status.Phase = "Ready"
+	live.Spec.Replicas = 3
+	live.Status.Summary = "Ready"
 	if err := c.Status().Update(ctx, &live); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(w), &live); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(WidgetSpec{Size: 2}, live.Spec); diff != "" {
+	if diff := cmp.Diff(testapi.WidgetSpec{Replicas: 2}, live.Spec); diff != "" {
 		t.Errorf("spec after a status update (-want +got):\n%s", diff)
 	}
-	if live.Status.Phase != "Ready" {
-		t.Errorf("status phase = %q, want Ready", live.Status.Phase)
+	if live.Status.Summary != "Ready" {
+		t.Errorf("status summary = %q, want Ready", live.Status.Summary)
 	}
 }
 
@@ -58,26 +75,26 @@ func TestStatusSubresourceWithoutSeed(t *testing.T) {
 		opts      []fakes.Option
 		wantPhase string
 	}{
-		"enabled: update keeps status":      {opts: []fakes.Option{fakes.WithStatusSubresource(&Widget{})}, wantPhase: ""},
+		"enabled: update keeps status":      {opts: []fakes.Option{fakes.WithStatusSubresource(&testapi.Widget{})}, wantPhase: ""},
 		"not enabled: update writes status": {wantPhase: "Changed"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := fakes.NewClient(newScheme(), tc.opts...)
-			w := &Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
 			if err := c.Create(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}
-			w.Status.Phase = "Changed"
+			w.Status.Summary = "Changed"
 			if err := c.Update(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}
-			var live Widget
+			var live testapi.Widget
 			if err := c.Get(t.Context(), client.ObjectKeyFromObject(w), &live); err != nil {
 				t.Fatal(err)
 			}
-			if live.Status.Phase != tc.wantPhase {
-				t.Errorf("status phase after update = %q, want %q", live.Status.Phase, tc.wantPhase)
+			if live.Status.Summary != tc.wantPhase {
+				t.Errorf("status summary after update = %q, want %q", live.Status.Summary, tc.wantPhase)
 			}
 		})
 	}
@@ -145,7 +162,7 @@ func count(bs []bool) int {
 }
 
 func TestConflictsOnStatusWrites(t *testing.T) {
-	w := &Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
 	c := fakes.NewClient(newScheme(), fakes.WithObjects(w), fakes.WithConflictEvery(1),
 		fakes.WithConflictsOn(func(op fakes.Op) bool { return op.Subresource == "status" }))
 	live := w.DeepCopy()
@@ -155,18 +172,16 @@ func TestConflictsOnStatusWrites(t *testing.T) {
 	if err := c.Update(t.Context(), live); err != nil {
 		t.Errorf("plain update: %v, want success", err)
 	}
-	live.Status.Phase = "Ready"
+	live.Status.Summary = "Ready"
 	if err := c.Status().Update(t.Context(), live); !apierrors.IsConflict(err) {
 		t.Errorf("status update: %v, want a conflict", err)
 	}
 }
 
-func (w *Widget) DeepCopy() *Widget { return w.DeepCopyObject().(*Widget) }
-
 func TestWithError(t *testing.T) {
 	boom := errors.New("boom")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}
-	w := &Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
 	cases := map[string]struct {
 		verb, kind string
 		call       func(c client.Client) error
@@ -205,7 +220,7 @@ func TestWithError(t *testing.T) {
 		"subresource kind does not match main resource": {
 			verb: fakes.VerbUpdate, kind: "Widget/status",
 			call: func(c client.Client) error {
-				live := &Widget{}
+				live := &testapi.Widget{}
 				if err := c.Get(t.Context(), client.ObjectKeyFromObject(w), live); err != nil {
 					return err
 				}
@@ -259,7 +274,7 @@ func TestCallsAreRecorded(t *testing.T) {
 
 func TestLatencyHonoursContext(t *testing.T) {
 	c := fakes.NewClient(nil, fakes.WithLatency(time.Hour))
-	ctx, cancel := contextWithCancel(t)
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "x"}, &corev1.ConfigMap{})
 	if err == nil || !strings.Contains(err.Error(), "context canceled") {
@@ -267,5 +282,28 @@ func TestLatencyHonoursContext(t *testing.T) {
 	}
 	if got := c.Injected().Delayed; got != 1 {
 		t.Errorf("Delayed = %d, want 1", got)
+	}
+}
+
+func TestWithBuilderAddsAnIndex(t *testing.T) {
+	owned := func(name, owner string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Data: map[string]string{"owner": owner}}
+	}
+	c := fakes.NewClient(nil, fakes.WithObjects(owned("a", "x"), owned("b", "y"), owned("c", "x")),
+		fakes.WithBuilder(func(b *fake.ClientBuilder) {
+			b.WithIndex(&corev1.ConfigMap{}, "data.owner", func(o client.Object) []string {
+				return []string{o.(*corev1.ConfigMap).Data["owner"]}
+			})
+		}))
+	var list corev1.ConfigMapList
+	if err := c.List(t.Context(), &list, client.MatchingFields{"data.owner": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, cm := range list.Items {
+		names = append(names, cm.Name)
+	}
+	if diff := cmp.Diff([]string{"a", "c"}, names); diff != "" {
+		t.Errorf("listed by the index (-want +got):\n%s", diff)
 	}
 }

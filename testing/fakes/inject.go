@@ -9,12 +9,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/convergo-dev/convergo/testing/internal/apirequest"
 )
 
 // InjectOption configures an Injector.
@@ -164,7 +165,7 @@ func (i *Injector) eligible(w WriteRequest) bool {
 	default:
 		return false
 	}
-	if len(i.cfg.resources) > 0 && !slices.ContainsFunc(i.cfg.resources, func(r string) bool { return matchResource(w, r) }) {
+	if len(i.cfg.resources) > 0 && !slices.ContainsFunc(i.cfg.resources, func(r string) bool { return apirequest.MatchResource(w.Resource, w.Subresource, r) }) {
 		return false
 	}
 	return i.cfg.match == nil || i.cfg.match(w)
@@ -220,59 +221,16 @@ func conflictResponse(req *http.Request, w WriteRequest) (*http.Response, error)
 
 // parseWrite classifies a request by method and path; ok is false for reads and non-resource paths.
 func parseWrite(method, path string) (WriteRequest, bool) {
-	var w WriteRequest
-	switch method {
-	case http.MethodPost:
-		w.Verb = "create"
-	case http.MethodPut:
-		w.Verb = "update"
-	case http.MethodPatch:
-		w.Verb = "patch"
-	case http.MethodDelete:
-		w.Verb = "delete"
-	default:
-		return w, false
+	info, ok := apirequest.Parse(method, path, false)
+	if !ok || !apirequest.IsWrite(info.Verb) {
+		return WriteRequest{}, false
 	}
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		w.Group = parts[1]
-		parts = parts[3:]
-	default:
-		return w, false
-	}
-	if parts[0] == "namespaces" && len(parts) > 1 {
-		w.Namespace = parts[1]
-		if len(parts) > 2 && parts[2] != "status" && parts[2] != "finalize" {
-			parts = parts[2:]
-		}
-	}
-	w.Resource = parts[0]
-	if len(parts) > 1 {
-		w.Name = parts[1]
-	}
-	if len(parts) > 2 {
-		w.Subresource = parts[2]
-	}
-	if w.Resource == "namespaces" && w.Name == w.Namespace {
-		w.Namespace = ""
-	}
-	if w.Verb == "delete" && w.Name == "" {
-		w.Verb = "deletecollection"
-	}
-	return w, true
-}
-
-// matchResource reports whether w addresses resource ("name", "name/sub" or "name/*").
-func matchResource(w WriteRequest, resource string) bool {
-	res, sub, hasSub := strings.Cut(resource, "/")
-	if res != w.Resource {
-		return false
-	}
-	if !hasSub {
-		return w.Subresource == ""
-	}
-	return sub == "*" || sub == w.Subresource
+	return WriteRequest{
+		Verb:        info.Verb,
+		Group:       info.Group,
+		Resource:    info.Resource,
+		Subresource: info.Subresource,
+		Namespace:   info.Namespace,
+		Name:        info.Name,
+	}, true
 }

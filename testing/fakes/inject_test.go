@@ -17,11 +17,7 @@ import (
 func newInjectedClient(t *testing.T, inj *fakes.Injector) client.Client {
 	t.Helper()
 	env := harness.Default()
-	c, err := client.New(inj.Wrap(env.Config), client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return env.ClientFor(t, inj.Wrap(env.Config))
 }
 
 func TestInjectorConflictsWritesOnly(t *testing.T) {

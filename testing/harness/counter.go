@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/convergo-dev/convergo/testing/internal/apirequest"
 )
 
 // Request is one API request, classified the way the API server's RequestInfo does.
@@ -47,13 +49,7 @@ func (r Request) FullResource() string {
 }
 
 // IsWrite reports whether r is a create, update, patch, delete or deletecollection.
-func (r Request) IsWrite() bool {
-	switch r.Verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		return r.ResourceRequest()
-	}
-	return false
-}
+func (r Request) IsWrite() bool { return r.ResourceRequest() && apirequest.IsWrite(r.Verb) }
 
 // Requests is a list of recorded requests, oldest first.
 type Requests []Request
@@ -63,22 +59,8 @@ type Requests []Request
 // or without a subresource.
 func (rs Requests) Count(verb, resource string) int {
 	return len(rs.Filter(func(r Request) bool {
-		return (verb == "" || r.Verb == verb) && matchResource(r, resource)
+		return (verb == "" || r.Verb == verb) && apirequest.MatchResource(r.Resource, r.Subresource, resource)
 	}))
-}
-
-func matchResource(r Request, resource string) bool {
-	if resource == "" {
-		return true
-	}
-	res, sub, hasSub := strings.Cut(resource, "/")
-	if res != r.Resource {
-		return false
-	}
-	if !hasSub {
-		return r.Subresource == ""
-	}
-	return sub == "*" || sub == r.Subresource
 }
 
 // Writes returns the number of create, update, patch, delete and deletecollection requests.
@@ -194,79 +176,20 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return resp, err
 }
 
-// namespaceSubresources are the subresources of a namespace object, which look like a namespaced
-// resource list in the path (/api/v1/namespaces/<name>/status).
-var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
-
 // ParseRequest classifies a request by HTTP method, URL path and the value of its watch query
 // parameter, following the API server's RequestInfo rules.
 func ParseRequest(method, path, watchParam string) Request {
-	r := Request{Verb: strings.ToLower(method), Path: path}
-	parts := splitPath(path)
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		r.APIVersion = parts[1]
-		parts = parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		r.APIGroup, r.APIVersion = parts[1], parts[2]
-		parts = parts[3:]
-	default:
-		return r // discovery, /version, /healthz, /openapi ...
+	info, ok := apirequest.Parse(method, path, watchParam == "true" || watchParam == "1")
+	if !ok {
+		return Request{Verb: info.Verb, Path: path} // discovery, /version, /healthz, /openapi ...
 	}
-	watching := watchParam == "true" || watchParam == "1"
-	if parts[0] == "watch" { // deprecated /watch/ paths
-		watching = true
-		parts = parts[1:]
-		if len(parts) == 0 {
-			return r
-		}
+	return Request{
+		Verb:        info.Verb,
+		APIGroup:    info.Group,
+		APIVersion:  info.Version,
+		Resource:    info.Resource,
+		Subresource: info.Subresource,
+		Namespace:   info.Namespace,
+		Name:        info.Name,
 	}
-	if parts[0] == "namespaces" && len(parts) > 1 {
-		r.Namespace = parts[1]
-		if len(parts) > 2 && !namespaceSubresources[parts[2]] {
-			parts = parts[2:]
-		}
-	}
-	r.Resource = parts[0]
-	if len(parts) > 1 {
-		r.Name = parts[1]
-	}
-	if len(parts) > 2 {
-		r.Subresource = parts[2]
-	}
-	if r.Resource == "namespaces" && r.Namespace != "" && r.Name == r.Namespace {
-		// /api/v1/namespaces/<name>[/status] addresses the namespace object itself.
-		r.Namespace = ""
-	}
-	switch r.Verb {
-	case "get", "head":
-		switch {
-		case watching:
-			r.Verb = "watch"
-		case r.Name == "":
-			r.Verb = "list"
-		default:
-			r.Verb = "get"
-		}
-	case "post":
-		r.Verb = "create"
-	case "put":
-		r.Verb = "update"
-	case "patch":
-		r.Verb = "patch"
-	case "delete":
-		if r.Name == "" {
-			r.Verb = "deletecollection"
-		}
-	}
-	r.Path = ""
-	return r
-}
-
-func splitPath(path string) []string {
-	path = strings.Trim(path, "/")
-	if path == "" {
-		return nil
-	}
-	return strings.Split(path, "/")
 }

@@ -42,10 +42,7 @@ func ExampleEnv_Namespace() {
 		env := harness.Default()
 		ns := env.Namespace(t)
 		counter := harness.NewRequestCounter()
-		c, err := client.New(counter.Wrap(env.Config), client.Options{Scheme: env.Scheme})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := env.ClientFor(t, counter.Wrap(env.Config))
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}
 		if err := c.Create(t.Context(), cm); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -257,6 +258,18 @@ func (e *Env) Stop() error {
 		e.stopErr = errors.Join(errs...)
 	})
 	return e.stopErr
+}
+
+// ClientFor returns an uncached client with the environment's scheme that sends its requests through
+// cfg, e.g. a config wrapped by a RequestCounter or by fakes.InjectFaults. It fails the test when the
+// client cannot be built.
+func (e *Env) ClientFor(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatalf("create client: %v", err)
+	}
+	return c
 }
 
 // LogTails returns the last lines of every control-plane component's log in full-cluster mode, and ""

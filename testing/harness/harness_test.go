@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -80,14 +83,38 @@ func TestStartManagerSeesObject(t *testing.T) {
 	harness.WaitForObject(t, mgr.GetClient(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}, time.Minute, nil)
 }
 
+func TestStartManagerWithLogger(t *testing.T) {
+	env := harness.Default()
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, prefix+" "+args)
+	}, funcr.Options{})
+	env.StartManager(t, func(mgr manager.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).Named("logged").For(&corev1.ConfigMap{}).
+			Complete(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+				return reconcile.Result{}, nil
+			}))
+	}, harness.WithManagerLogger(logger))
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range lines {
+			if strings.Contains(l, "logged") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("no line about the controller in the manager's log:\n%s", strings.Join(lines, "\n"))
+	})
+}
+
 func TestRequestCounterCountsExactly(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
 	counter := harness.NewRequestCounter()
-	c, err := client.New(counter.Wrap(env.Config), client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := env.ClientFor(t, counter.Wrap(env.Config))
 	ctx := t.Context()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "counted"}}
 	if err := c.Create(ctx, cm); err != nil {
@@ -184,7 +211,7 @@ func TestWaitForDeletion(t *testing.T) {
 
 func TestKubeconfigWritten(t *testing.T) {
 	env := harness.Default()
-	cfg, err := clientcmdConfig(env.KubeconfigPath)
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.KubeconfigPath)
 	if err != nil {
 		t.Fatalf("load kubeconfig %s: %v", env.KubeconfigPath, err)
 	}
@@ -209,7 +236,7 @@ func TestWaitInCleanup(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			// t.Context() is cancelled here; the wait helpers still work.
-			if err := env.Client.Delete(context.Background(), cm); err != nil {
+			if err := env.Client.Delete(context.WithoutCancel(t.Context()), cm); err != nil {
 				t.Errorf("delete: %v", err)
 			}
 			harness.WaitForDeletion(t, env.Client, cm, time.Minute)

@@ -26,7 +26,7 @@ func (e *Env) Namespace(t testing.TB) string {
 	name := ns.Name
 	t.Cleanup(func() {
 		// t.Context() is already cancelled when cleanups run.
-		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), cleanupTimeout)
 		defer cancel()
 		del := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := e.Client.Delete(ctx, del); err != nil && !apierrors.IsNotFound(err) {
