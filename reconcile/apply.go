@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -91,6 +92,7 @@ type applierConfig struct {
 	fieldManager        string
 	adoptOrphans        bool
 	recreateOnImmutable bool
+	apiReader           client.Reader
 }
 
 // WithFieldManager sets the server-side apply field manager (default DefaultFieldManager). Use one
@@ -112,6 +114,15 @@ func WithRecreateOnImmutable() Option {
 	return func(c *applierConfig) { c.recreateOnImmutable = true }
 }
 
+// WithAPIReader gives the Applier a reader that goes to the API server (mgr.GetAPIReader()). It is
+// used in one case only: the cache does not show a child this Applier created moments ago with the
+// same intent. Then one GET through r tells whether the child exists (the cache lags: no second
+// write) or not (it is created again). Without an API reader such a child is applied again, which is
+// harmless but is a write. The Reconciler passes the manager's API reader.
+func WithAPIReader(r client.Reader) Option {
+	return func(c *applierConfig) { c.apiReader = r }
+}
+
 // Applier applies owned children with zero spurious writes. Give it the manager's client, which
 // reads from the cache: the drift check then costs no request, and only a child that does not hold
 // its intent is written (server-side apply). An Applier is safe for concurrent use.
@@ -124,7 +135,17 @@ type Applier struct {
 	// written remembers, per child, the resourceVersion the cache showed before our last write, so
 	// a cache that has not yet seen that write does not cause the same write again.
 	written map[applyKey]applyRecord
+	// created remembers, per child, when this Applier created it and with which intent, so that a
+	// cache that does not show the new child yet can be checked with the API reader.
+	created map[applyKey]createRecord
+	// now is the clock of the created records; a variable for tests.
+	now func() time.Time
 }
+
+// createWindow is how long after creating a child a cache miss for it is checked with the API reader
+// before creating it again. A cache normally catches up within milliseconds; the window only bounds
+// the records kept.
+const createWindow = 10 * time.Second
 
 // maxRemembered bounds the records of recent writes (one per child written since the cache last
 // caught up).
@@ -141,6 +162,11 @@ type applyRecord struct {
 	hash     string
 }
 
+type createRecord struct {
+	hash string
+	at   time.Time
+}
+
 // NewApplier returns an Applier writing through c. scheme maps Go types to kinds; nil means
 // c.Scheme().
 func NewApplier(c client.Client, scheme *runtime.Scheme, opts ...Option) *Applier {
@@ -151,7 +177,8 @@ func NewApplier(c client.Client, scheme *runtime.Scheme, opts ...Option) *Applie
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Applier{client: c, scheme: scheme, cfg: cfg, written: map[applyKey]applyRecord{}}
+	return &Applier{client: c, scheme: scheme, cfg: cfg, written: map[applyKey]applyRecord{},
+		created: map[applyKey]createRecord{}, now: time.Now}
 }
 
 // Client returns the client the Applier reads and writes with.
@@ -171,7 +198,10 @@ func (a *Applier) FieldManager() string { return a.cfg.fieldManager }
 // namespace, or a cluster-scoped owner), the tracking labels of package ownership on every child,
 // and the intent-hash annotation. It then reads the live child from the client (the cache):
 //
-//   - not found: server-side apply creates it (OperationCreated);
+//   - not found: server-side apply creates it (OperationCreated); but when this Applier created it
+//     with the same intent moments ago and has an API reader (WithAPIReader), the cache lags: the
+//     child is read once through the API reader and, found, judged as below (normally
+//     OperationUnchanged, nothing sent);
 //   - every field of the intent already holds its value and the intent hash matches:
 //     OperationUnchanged, and nothing is sent;
 //   - otherwise: server-side apply with the Applier's field manager, forcing ownership
@@ -219,7 +249,17 @@ func (a *Applier) ApplyAndGet(ctx context.Context, owner, desired client.Object)
 
 	live := kobj.New(obj)
 	op := OperationUpdated
-	switch err := a.client.Get(ctx, key, live); {
+	k := applyKey{gvk, key}
+	err = a.client.Get(ctx, key, live)
+	switch {
+	case err == nil:
+		a.forgetCreate(k) // the cache shows the child
+	case apierrors.IsNotFound(err) && a.createdRecently(k, hash):
+		if fresh, found := a.readCreated(ctx, k, obj, what); found {
+			live, err = fresh, nil
+		}
+	}
+	switch {
 	case apierrors.IsNotFound(err):
 		op = OperationCreated
 	case err != nil:
@@ -244,7 +284,7 @@ func (a *Applier) ApplyAndGet(ctx context.Context, owner, desired client.Object)
 		if same && live.GetAnnotations()[AnnotationIntentHash] == hash {
 			return live, OperationUnchanged, nil
 		}
-		if a.awaitingCache(applyKey{gvk, key}, live, hash) {
+		if a.awaitingCache(k, live, hash) {
 			logf.FromContext(ctx).V(1).Info("cache has not seen our last write yet; not writing again", "object", what)
 			return live, OperationUnchanged, nil
 		}
@@ -259,10 +299,31 @@ func (a *Applier) ApplyAndGet(ctx context.Context, owner, desired client.Object)
 		}
 		return nil, "", fmt.Errorf("apply %s: %w", what, err)
 	}
-	if op == OperationUpdated {
-		a.remember(applyKey{gvk, key}, live, hash)
+	switch op {
+	case OperationUpdated:
+		a.remember(k, live, hash)
+	case OperationCreated:
+		a.rememberCreate(k, hash)
 	}
 	return result, op, nil
+}
+
+// readCreated reads a child this Applier created moments ago, and the cache does not show yet,
+// through the API reader, and reports whether it exists. Not found, it is created again; an error of
+// the API reader counts as not found, so the caller behaves as without an API reader.
+func (a *Applier) readCreated(ctx context.Context, k applyKey, obj client.Object, what string) (client.Object, bool) {
+	fresh := kobj.New(obj)
+	err := a.cfg.apiReader.Get(ctx, k.key, fresh)
+	switch {
+	case err == nil:
+		logf.FromContext(ctx).V(1).Info("cache does not show the child we just created; read it from the API server", "object", what)
+		return fresh, true
+	case apierrors.IsNotFound(err):
+		a.forgetCreate(k)
+	default:
+		logf.FromContext(ctx).V(1).Info("cannot read a child we just created from the API server; applying it", "object", what, "error", err.Error())
+	}
+	return nil, false
 }
 
 // prepare sets namespace, ownership and tracking on obj, the caller's copy of desired.
@@ -371,12 +432,19 @@ func (a *Applier) immutable(ctx context.Context, live client.Object, intent map[
 // deleteExact deletes exactly the object observed (UID precondition) in the background; an object
 // already gone or replaced is not an error.
 func deleteExact(ctx context.Context, c client.Client, obj client.Object) error {
+	_, err := deleteExactly(ctx, c, obj)
+	return err
+}
+
+// deleteExactly is deleteExact reporting whether the API server accepted the deletion (false when
+// the object was already gone or replaced by another with the same name).
+func deleteExactly(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
 	uid := obj.GetUID()
 	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // immutableFields reports whether err is the API server refusing to change immutable fields, and
@@ -438,6 +506,49 @@ func (a *Applier) remember(k applyKey, live client.Object, hash string) {
 		clear(a.written) // records of children that are gone; losing them costs at most a write
 	}
 	a.written[k] = applyRecord{uid: live.GetUID(), rvBefore: live.GetResourceVersion(), hash: hash}
+}
+
+// createdRecently reports whether this Applier created the child k with intent hash within
+// createWindow and can ask the API server about it.
+func (a *Applier) createdRecently(k applyKey, hash string) bool {
+	if a.cfg.apiReader == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rec, ok := a.created[k]
+	if !ok {
+		return false
+	}
+	if rec.hash != hash || a.now().Sub(rec.at) > createWindow {
+		delete(a.created, k)
+		return false
+	}
+	return true
+}
+
+// rememberCreate records that this Applier created the child k with intent hash (only with an API
+// reader, the one user of the record).
+func (a *Applier) rememberCreate(k applyKey, hash string) {
+	if a.cfg.apiReader == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.created) >= maxRemembered {
+		clear(a.created) // losing them costs at most a write
+	}
+	a.created[k] = createRecord{hash: hash, at: a.now()}
+}
+
+// forgetCreate drops the create record of k: the cache shows the child, or it is gone.
+func (a *Applier) forgetCreate(k applyKey) {
+	if a.cfg.apiReader == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.created, k)
 }
 
 func setIntentHash(intent map[string]any, hash string) {

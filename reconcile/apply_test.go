@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -484,5 +485,111 @@ func TestApplyFuncResetsObject(t *testing.T) {
 	}
 	if seen != nil {
 		t.Errorf("mutate saw live data %v, want an empty object", seen)
+	}
+}
+
+// countingReader is an API reader that counts its reads and can fail them.
+type countingReader struct {
+	client.Reader
+	gets int
+	err  error
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.gets++
+	if r.err != nil {
+		return r.err
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestApplyDoesNotCreateTwiceWhileCacheLags: the cache does not show a child the Applier has just
+// created; with an API reader the second Apply reads it once from the API server instead of writing
+// it again, and writes only when the child is really gone, the intent changed, or the record is old.
+func TestApplyDoesNotCreateTwiceWhileCacheLags(t *testing.T) {
+	cases := map[string]struct {
+		noReader   bool
+		readerErr  error
+		between    func(t *testing.T, server client.Client, clock *time.Time) // after the create
+		secondData string
+		wantOp     Operation
+		wantWrites int // by the second Apply
+		wantReads  int
+	}{
+		"without API reader, applied again": {noReader: true, wantOp: OperationCreated, wantWrites: 1},
+		"found through the API reader":      {wantOp: OperationUnchanged, wantReads: 1},
+		"deleted meanwhile": {
+			between: func(t *testing.T, server client.Client, _ *time.Time) {
+				if err := server.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "child"}}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantOp: OperationCreated, wantWrites: 1, wantReads: 1,
+		},
+		"intent changed":   {secondData: "v2", wantOp: OperationCreated, wantWrites: 1},
+		"API reader fails": {readerErr: errors.New("connection refused"), wantOp: OperationCreated, wantWrites: 1, wantReads: 1},
+		"created long ago": {
+			between: func(_ *testing.T, _ client.Client, clock *time.Time) { *clock = clock.Add(createWindow + time.Second) },
+			wantOp:  OperationCreated, wantWrites: 1,
+		},
+		"modified meanwhile": {
+			between: func(t *testing.T, server client.Client, _ *time.Time) {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "child"}}
+				if err := server.Patch(t.Context(), cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"changed"}}`))); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantOp: OperationUpdated, wantWrites: 1, wantReads: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := &writeCounter{}
+			server := newFake(t, w)
+			// The cache never shows the child.
+			cache := interceptor.NewClient(server, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, key.Name)
+				},
+			})
+			reader := &countingReader{Reader: server, err: tc.readerErr}
+			var opts []Option
+			if !tc.noReader {
+				opts = append(opts, WithAPIReader(reader))
+			}
+			a := NewApplier(cache, nil, opts...)
+			clock := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+			a.now = func() time.Time { return clock }
+			app := owner("app")
+			if op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"})); err != nil || op != OperationCreated {
+				t.Fatalf("first apply = %s, %v; want Created", op, err)
+			}
+			if tc.between != nil {
+				tc.between(t, server, &clock)
+			}
+			data := "v"
+			if tc.secondData != "" {
+				data = tc.secondData
+			}
+			w.n = 0
+			live, op, err := a.ApplyAndGet(t.Context(), app, desiredCM(map[string]string{"k": data}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				Op     Operation
+				Writes int
+				Reads  int
+				Data   string
+			}
+			want := result{Op: tc.wantOp, Writes: tc.wantWrites, Reads: tc.wantReads, Data: data}
+			got := result{Op: op, Writes: w.n, Reads: reader.gets}
+			if cm, ok := live.(*corev1.ConfigMap); ok {
+				got.Data = cm.Data["k"]
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("second apply (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

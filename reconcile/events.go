@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,12 +12,48 @@ import (
 	"github.com/convergo-dev/convergo/internal/kobj"
 )
 
+// Event reasons of the Reconciler's events.k8s.io events, besides the condition reasons it also uses
+// for Warning events (an *InvalidSpecError's reason, ReasonInvalidGraph, ReasonReconcileError).
+//
+// Normal events are few: at most one per reconcile, and only when children changed.
+const (
+	// EventReasonChildrenApplied (Normal): this reconcile created, updated, recreated or pruned
+	// children; the note lists them, e.g. "created ConfigMap demo/alice, Deployment demo/alice".
+	EventReasonChildrenApplied = "ChildrenApplied"
+	// EventReasonChildrenDeleted (Normal): this pass of a deletion deleted children; the note lists
+	// them, so that successive events show the teardown order.
+	EventReasonChildrenDeleted = "ChildrenDeleted"
+	// EventReasonDeleteFailed (Warning): deleting the children of an object being deleted failed.
+	EventReasonDeleteFailed = "DeleteFailed"
+	// EventReasonCleanupFailed (Warning): the WithCleanup hook or the finalizer removal failed.
+	EventReasonCleanupFailed = "CleanupFailed"
+)
+
 // maxEventNote is the longest note an events.k8s.io/v1 Event accepts.
 const maxEventNote = 1024
 
-// recordChildren emits a Normal event per child created, updated, recreated or pruned, and counts
-// every child operation (Unchanged included) in the metrics.
+// noteEntry is one child in an event note: what happened to it ("created") and which it is.
+type noteEntry struct {
+	verb string
+	what string
+}
+
+// verbs of the note, by operation.
+var noteVerbs = map[Operation]string{
+	OperationCreated:   "created",
+	OperationUpdated:   "updated",
+	OperationRecreated: "recreated",
+	OperationDeleted:   "deleted",
+}
+
+// recordChildren counts every child operation of a reconcile (Unchanged included) in the metrics and
+// emits one Normal ChildrenApplied event listing the children created, updated, recreated or pruned,
+// if any.
 func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
+	var (
+		entries []noteEntry
+		first   client.Object
+	)
 	if out.result != nil {
 		desired := map[string]client.Object{}
 		if out.graph != nil {
@@ -37,14 +74,74 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 			if c.Operation == OperationUnchanged {
 				continue
 			}
-			r.normal(owner, child, string(c.Operation), "Apply", strings.ToLower(string(c.Operation))+" "+kobj.DescribeKey(kind, keyOf(child)))
+			if first == nil && child != nil {
+				first = child
+			}
+			entries = append(entries, noteEntry{verb: noteVerbs[c.Operation], what: kobj.DescribeKey(kind, keyOf(child))})
 		}
 	}
 	for _, p := range out.pruned {
 		kind := r.kindOf(p)
 		r.metrics.childOperation(kind, string(OperationDeleted))
-		r.normal(owner, p, string(OperationDeleted), "Prune", "deleted "+kobj.DescribeKey(kind, keyOf(p))+": no longer declared")
+		if first == nil {
+			first = p
+		}
+		entries = append(entries, noteEntry{verb: "pruned", what: kobj.DescribeKey(kind, keyOf(p))})
 	}
+	if len(entries) > 0 {
+		r.normal(owner, first, EventReasonChildrenApplied, "Apply", compactNote(entries, maxEventNote))
+	}
+}
+
+// recordDeleted counts the children a deletion pass deleted and emits one Normal ChildrenDeleted
+// event listing them, if any.
+func (r *Reconciler[T]) recordDeleted(owner T, deleted []ChildResult) {
+	if len(deleted) == 0 {
+		return
+	}
+	entries := make([]noteEntry, 0, len(deleted))
+	for _, c := range deleted {
+		kind := r.kindOf(c.Object)
+		r.metrics.childOperation(kind, string(OperationDeleted))
+		entries = append(entries, noteEntry{verb: "deleted", what: kobj.DescribeKey(kind, keyOf(c.Object))})
+	}
+	r.normal(owner, deleted[0].Object, EventReasonChildrenDeleted, "Delete", compactNote(entries, maxEventNote))
+}
+
+// compactNote lists entries in order, one verb per run of equal verbs: "created ConfigMap ns/a,
+// Deployment ns/a; pruned Service ns/old". What does not fit in limit bytes is summarised as
+// " and N more".
+func compactNote(entries []noteEntry, limit int) string {
+	pieces := make([]string, len(entries))
+	total := 0
+	for i, e := range entries {
+		switch {
+		case i == 0:
+			pieces[i] = e.verb + " " + e.what
+		case e.verb == entries[i-1].verb:
+			pieces[i] = ", " + e.what
+		default:
+			pieces[i] = "; " + e.verb + " " + e.what
+		}
+		total += len(pieces[i])
+	}
+	if total <= limit {
+		return strings.Join(pieces, "")
+	}
+	var b strings.Builder
+	for i, piece := range pieces {
+		reserve := 0
+		if rest := len(entries) - i - 1; rest > 0 {
+			reserve = len(fmt.Sprintf(" and %d more", rest))
+		}
+		if b.Len()+len(piece)+reserve > limit {
+			// The previous entry left room for this suffix.
+			fmt.Fprintf(&b, " and %d more", len(entries)-i)
+			return strings.TrimSpace(b.String())
+		}
+		b.WriteString(piece)
+	}
+	return b.String()
 }
 
 // kindOf returns obj's kind from its type (or its own GVK for unstructured objects).
@@ -69,7 +166,9 @@ func keyOf(obj client.Object) client.ObjectKey {
 	return client.ObjectKeyFromObject(obj)
 }
 
-// normal emits a Normal event about regarding (related: the child it concerns, or nil).
+// normal emits a Normal event about regarding. related is the (first) child it concerns, or nil: the
+// events API folds events with the same reason, regarding and related object into one series (keeping
+// the first note), so naming the first child keeps successive passes apart.
 func (r *Reconciler[T]) normal(regarding, related runtime.Object, reason, action, note string) {
 	r.event(regarding, related, corev1.EventTypeNormal, reason, action, note)
 }

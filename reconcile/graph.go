@@ -371,60 +371,101 @@ func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*Gr
 // name that is not owner's does not count, and is left alone. Progress is derived from live state
 // only, so calling Delete again, after a restart, with a new Graph and Applier, resumes where it
 // stopped. Call it until done is true; requeue meanwhile (deletions also trigger watch events).
+//
+// Delete is DeleteChildren reporting only whether it is done.
 func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (done bool, err error) {
+	res, err := g.DeleteChildren(ctx, a, owner)
+	return res != nil && res.Done, err
+}
+
+// DeleteResult is what one deletion pass did: Graph.DeleteChildren or Applier.DeleteOwnedChildren.
+type DeleteResult struct {
+	// Done is true when none of the children exists any more.
+	Done bool
+	// Deleted lists, in the order issued, the children whose deletion this pass sent: Operation is
+	// OperationDeleted and Object the live object as read before the deletion. A child already being
+	// deleted (or found gone by the API server) is not listed. Name is the child's name in the graph,
+	// empty for a child found by its tracking label only (DeleteOwnedChildren).
+	Deleted []ChildResult
+	// Waiting lists the children that still exist, "name: Kind ns/name" ("Kind ns/name" without a
+	// graph name): for a graph only those of the layer being deleted, which hold back the next layer.
+	Waiting []string
+}
+
+// DeleteChildren is Delete reporting also which children this pass deleted and which ones it waits
+// for; see Delete for the order and the guarantees. On error the result holds what was done before
+// it.
+func (g *Graph) DeleteChildren(ctx context.Context, a *Applier, owner client.Object) (*DeleteResult, error) {
 	layers, err := g.Layers()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
+	res := &DeleteResult{}
 	for i := len(layers) - 1; i >= 0; i-- {
-		present := 0
 		for _, name := range layers[i] {
 			n := g.index[name]
-			exists, err := a.deleteIfOurs(ctx, owner, n.obj)
+			live, issued, err := a.deleteIfOurs(ctx, owner, n.obj)
 			if err != nil {
-				return false, fmt.Errorf("delete child %q: %w", name, err)
+				return res, fmt.Errorf("delete child %q: %w", name, err)
 			}
-			if exists {
-				present++
+			if issued {
+				res.Deleted = append(res.Deleted, ChildResult{Name: name, Object: live, Operation: OperationDeleted})
+			}
+			if live != nil {
+				res.Waiting = append(res.Waiting, name+": "+a.describe(live))
 			}
 		}
-		if present > 0 {
-			logf.FromContext(ctx).V(1).Info("waiting for children to be deleted", "layer", layers[i], "remaining", present)
-			return false, nil
+		if len(res.Waiting) > 0 {
+			logf.FromContext(ctx).V(1).Info("waiting for children to be deleted", "layer", layers[i], "waiting", res.Waiting)
+			return res, nil
 		}
 	}
-	return true, nil
+	res.Done = true
+	return res, nil
 }
 
 // deleteIfOurs looks desired's live object up in the cache. When it exists and belongs to owner it
-// is deleted unless already terminating, and exists is true.
-func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object) (exists bool, err error) {
+// is returned, and deleted unless already terminating; issued reports whether a deletion was sent
+// and the API server accepted it.
+func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object) (live client.Object, issued bool, err error) {
 	gvk, err := apiutil.GVKForObject(desired, a.scheme)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	id, err := a.identityOf(desired, owner)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
-	live := kobj.New(desired)
+	live = kobj.New(desired)
 	key := client.ObjectKey{Namespace: id.namespace, Name: id.name}
 	if err := a.client.Get(ctx, key, live); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return nil, false, nil
 		}
-		return false, err
+		return nil, false, err
 	}
 	if !belongsTo(live, owner) {
-		return false, nil // a foreign object, or a successor with another UID that is not ours
+		return nil, false, nil // a foreign object, or a successor with another UID that is not ours
 	}
 	if live.GetDeletionTimestamp() == nil {
-		if err := deleteExact(ctx, a.client, live); err != nil {
-			return true, err
+		issued, err = deleteExactly(ctx, a.client, live)
+		if err != nil {
+			return live, false, err
 		}
-		logf.FromContext(ctx).V(1).Info("deleted child", "object", kobj.DescribeKey(gvk.Kind, key))
+		if issued {
+			logf.FromContext(ctx).V(1).Info("deleted child", "object", kobj.DescribeKey(gvk.Kind, key))
+		}
 	}
-	return true, nil
+	return live, issued, nil
+}
+
+// describe names obj as "Kind ns/name" (its kind from the Applier's scheme).
+func (a *Applier) describe(obj client.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if gvk, err := apiutil.GVKForObject(obj, a.scheme); err == nil {
+		kind = gvk.Kind
+	}
+	return kobj.DescribeKey(kind, client.ObjectKeyFromObject(obj))
 }
 
 // belongsTo reports whether live is controlled by owner or tracked with its UID.

@@ -261,3 +261,113 @@ func TestPruneAndDeleteOwned(t *testing.T) {
 		t.Errorf("another owner's child was deleted: %v", err)
 	}
 }
+
+// deleteSummary is a DeleteResult in comparable form: the names deleted and what is waited for.
+type deleteSummary struct {
+	Done    bool
+	Deleted []string // "name Kind ns/name"
+	Waiting []string
+}
+
+func summarizeDelete(t *testing.T, res *DeleteResult) deleteSummary {
+	t.Helper()
+	s := deleteSummary{Done: res.Done, Waiting: res.Waiting}
+	for _, c := range res.Deleted {
+		if c.Operation != OperationDeleted || c.Object == nil {
+			t.Errorf("deleted child %q: operation %q, object %v", c.Name, c.Operation, c.Object)
+			continue
+		}
+		s.Deleted = append(s.Deleted, strings.TrimSpace(c.Name+" "+c.Object.GetNamespace()+"/"+c.Object.GetName()))
+	}
+	return s
+}
+
+// TestGraphDeleteChildrenReports: each pass reports the children whose deletion it issued (one layer
+// at a time, from the last) and those it waits for; a child already being deleted is not reported
+// again; Delete agrees with DeleteChildren.
+func TestGraphDeleteChildrenReports(t *testing.T) {
+	c := newFake(t, nil)
+	a := NewApplier(c, nil)
+	app := owner("app")
+	g := graphOf("config", "extra", "app:config", "service:app")
+	if _, err := g.Apply(t.Context(), a, app); err != nil {
+		t.Fatal(err)
+	}
+	// Hold "app" with a finalizer so that its pass repeats.
+	held := &corev1.ConfigMap{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "app"}, held); err != nil {
+		t.Fatal(err)
+	}
+	held.Finalizers = []string{"example.com/hold"}
+	if err := c.Update(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	release := func() {
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "app"}, held); err != nil {
+			t.Fatal(err)
+		}
+		held.Finalizers = nil
+		if err := c.Update(t.Context(), held); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []deleteSummary
+	for i := range 6 {
+		res, err := g.DeleteChildren(t.Context(), a, app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, summarizeDelete(t, res))
+		if res.Done {
+			break
+		}
+		if i == 2 {
+			release()
+		}
+	}
+	want := []deleteSummary{
+		// A pass waits for what it found, even when it deleted it at once.
+		{Deleted: []string{"service ns/service"}, Waiting: []string{"service: ConfigMap ns/service"}},
+		{Deleted: []string{"app ns/app"}, Waiting: []string{"app: ConfigMap ns/app"}},
+		{Waiting: []string{"app: ConfigMap ns/app"}}, // terminating: not deleted again
+		{Deleted: []string{"config ns/config", "extra ns/extra"}, Waiting: []string{"config: ConfigMap ns/config", "extra: ConfigMap ns/extra"}},
+		{Done: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deletion passes (-want +got):\n%s", diff)
+	}
+	if done, err := g.Delete(t.Context(), a, app); err != nil || !done {
+		t.Errorf("Delete after everything is gone = %v, %v; want done", done, err)
+	}
+}
+
+func TestDeleteOwnedChildrenReports(t *testing.T) {
+	c := newFake(t, nil)
+	a := NewApplier(c, nil)
+	app, other := owner("app"), owner("other")
+	if _, err := graphOf("a", "b").Apply(t.Context(), a, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := graphOf("others").Apply(t.Context(), a, other); err != nil {
+		t.Fatal(err)
+	}
+	var got []deleteSummary
+	for range 2 {
+		res, err := a.DeleteOwnedChildren(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, summarizeDelete(t, res))
+	}
+	want := []deleteSummary{
+		// Listed before the deletions: the first call still counts them as existing.
+		{Deleted: []string{"ns/a", "ns/b"}, Waiting: []string{"ConfigMap ns/a", "ConfigMap ns/b"}},
+		{Done: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("DeleteOwnedChildren calls (-want +got):\n%s", diff)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "others"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("another owner's child was deleted: %v", err)
+	}
+}

@@ -19,7 +19,7 @@ import (
 // carry owner's tracking label (see package ownership) and are not a child of g, e.g. the Service
 // of an optional feature that was switched off. It lists through the Applier's client (the cache)
 // and deletes with a UID precondition and background propagation; objects already being deleted
-// are left alone. It returns the objects it deleted.
+// are left alone. It returns the objects it deleted (not those the API server found already gone).
 //
 // types defaults to g.Types(), which cannot contain a kind g no longer declares at all: pass every
 // kind the controller may create (the kinds it owns).
@@ -49,8 +49,12 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 			if declared[id] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil {
 				continue
 			}
-			if err := deleteExact(ctx, a.client, item); err != nil {
+			issued, err := deleteExactly(ctx, a.client, item)
+			if err != nil {
 				return deleted, fmt.Errorf("prune %s: %w", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)), err)
+			}
+			if !issued {
+				continue // gone already; the cache had not seen it yet
 			}
 			logf.FromContext(ctx).Info("pruned child no longer declared", "object", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)))
 			deleted = append(deleted, item)
@@ -62,27 +66,43 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 // DeleteOwned deletes every child of owner of the given types (found by owner's tracking label)
 // and reports whether none is left. Use it during deletion when the graph cannot be built (e.g.
 // the owner's spec became invalid); Graph.Delete is preferable since it respects the order.
+//
+// DeleteOwned is DeleteOwnedChildren reporting only whether it is done.
 func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ...client.Object) (done bool, err error) {
-	remaining := 0
+	res, err := a.DeleteOwnedChildren(ctx, owner, types...)
+	return res != nil && res.Done, err
+}
+
+// DeleteOwnedChildren is DeleteOwned reporting also which children this call deleted (Name empty,
+// Object the live child) and which still exist (Waiting, "Kind ns/name"), in the order of types and
+// then of the list. On error the result holds what was done before it.
+func (a *Applier) DeleteOwnedChildren(ctx context.Context, owner client.Object, types ...client.Object) (*DeleteResult, error) {
+	res := &DeleteResult{}
 	for _, t := range types {
 		items, gvk, err := a.listTracked(ctx, owner, t)
 		if err != nil {
-			return false, err
+			return res, err
 		}
 		for _, item := range items {
 			if !belongsTo(item, owner) {
 				continue
 			}
-			remaining++
+			what := kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item))
+			res.Waiting = append(res.Waiting, what)
 			if item.GetDeletionTimestamp() != nil {
 				continue
 			}
-			if err := deleteExact(ctx, a.client, item); err != nil {
-				return false, fmt.Errorf("delete %s: %w", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)), err)
+			issued, err := deleteExactly(ctx, a.client, item)
+			if err != nil {
+				return res, fmt.Errorf("delete %s: %w", what, err)
+			}
+			if issued {
+				res.Deleted = append(res.Deleted, ChildResult{Object: item, Operation: OperationDeleted})
 			}
 		}
 	}
-	return remaining == 0, nil
+	res.Done = len(res.Waiting) == 0
+	return res, nil
 }
 
 type childIdentity struct {

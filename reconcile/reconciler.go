@@ -171,7 +171,8 @@ func WithOwns(objs ...client.Object) ReconcilerOption {
 }
 
 // WithApplierOptions passes options to the Reconciler's Applier (WithAdoptOrphans,
-// WithRecreateOnImmutable, WithFieldManager; the field manager defaults to the controller name).
+// WithRecreateOnImmutable, WithFieldManager, WithAPIReader; the field manager defaults to the
+// controller name, the API reader to the manager's).
 func WithApplierOptions(opts ...Option) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.applierOpts = append(c.applierOpts, opts...) }
 }
@@ -210,6 +211,14 @@ func WithPollInterval(d time.Duration) ReconcilerOption {
 //
 // A converged object reconciled again makes no API request beyond cache reads. Create one with
 // NewReconciler and register it with SetupWithManager.
+//
+// Events (events.k8s.io, about T) are few, since each costs a request: at most one Normal event per
+// reconcile, EventReasonChildrenApplied, when children were created, updated, recreated or pruned;
+// during deletion one Normal EventReasonChildrenDeleted per pass that deleted children (so the
+// events show the teardown order); Warning events when an invalid spec or a reconcile error first
+// shows in the conditions (with the condition's reason) and when a deletion step fails
+// (EventReasonDeleteFailed, EventReasonCleanupFailed). The metric convergo_child_operations_total
+// counts every child operation.
 type Reconciler[T Object] struct {
 	name      string
 	gvk       schema.GroupVersionKind
@@ -236,6 +245,9 @@ type Reconciler[T Object] struct {
 	handler    handler.EventHandler
 	watched    map[schema.GroupVersionKind]client.Object
 	finalizing map[types.NamespacedName]bool
+	// reported holds, per object being deleted, the UIDs of the children already reported deleted,
+	// so that a deletion sent again while the cache lags is not reported twice.
+	reported map[types.NamespacedName]map[types.UID]bool
 }
 
 // NewReconciler returns a Reconciler for T using the manager's client (cache reads), API reader
@@ -256,6 +268,7 @@ func NewReconciler[T Object](mgr manager.Manager, children ChildrenFunc[T], opts
 		watches:    cfg.watches,
 		watched:    map[schema.GroupVersionKind]client.Object{},
 		finalizing: map[types.NamespacedName]bool{},
+		reported:   map[types.NamespacedName]map[types.UID]bool{},
 	}
 	r.initErr = r.init(mgr, cfg)
 	return r
@@ -304,7 +317,8 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	}
 	writer := client.WithFieldOwner(mgr.GetClient(), r.name)
 	r.client = writer
-	r.applier = NewApplier(mgr.GetClient(), r.scheme, append([]Option{WithFieldManager(r.name)}, cfg.applierOpts...)...)
+	r.applier = NewApplier(mgr.GetClient(), r.scheme,
+		append([]Option{WithFieldManager(r.name), WithAPIReader(mgr.GetAPIReader())}, cfg.applierOpts...)...)
 	r.patcher = status.NewPatcher(writer, status.WithReader(mgr.GetAPIReader()))
 	r.recorder = cfg.recorder
 	if r.recorder == nil {
@@ -586,14 +600,15 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 		return ctrl.Result{}, err
 	}
 
-	done, err := r.deleteChildren(ctx, log, obj)
+	res, err := r.deleteChildren(ctx, log, obj)
+	r.recordDeleted(obj, r.firstReports(key, res.Deleted))
 	if err != nil {
 		r.metrics.deletionStep("children", "error")
 		r.metrics.result(resultError)
-		r.warn(obj, nil, "DeleteFailed", "Delete", err.Error())
+		r.warn(obj, nil, EventReasonDeleteFailed, "Delete", err.Error())
 		return ctrl.Result{}, err
 	}
-	if !done {
+	if !res.Done {
 		r.metrics.deletionStep("children", "waiting")
 		return r.deletionWaits(ctx, obj, before, "waiting for children to be deleted")
 	}
@@ -603,11 +618,11 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if r.cleanup != nil {
 		cleanup = func(ctx context.Context) (bool, error) { return r.cleanup(ctx, obj) }
 	}
-	done, err = finalizer.Finalize(ctx, r.client, obj, r.finalizer, cleanup)
+	done, err := finalizer.Finalize(ctx, r.client, obj, r.finalizer, cleanup)
 	if err != nil {
 		r.metrics.deletionStep("cleanup", "error")
 		r.metrics.result(resultError)
-		r.warn(obj, nil, "CleanupFailed", "Delete", err.Error())
+		r.warn(obj, nil, EventReasonCleanupFailed, "Delete", err.Error())
 		return ctrl.Result{}, err
 	}
 	if !done {
@@ -617,8 +632,8 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	r.metrics.deletionStep("finalizer", "done")
 	r.metrics.result(resultFinalized)
 	r.forgetDeletion(key)
+	// No event: the object is gone right after this; the ChildrenDeleted events tell the story.
 	log.Info("finalized: children deleted, cleanup done, finalizer removed")
-	r.normal(obj, nil, "Finalized", "Delete", "children deleted, cleanup done, finalizer "+r.finalizer+" removed")
 	return ctrl.Result{}, nil
 }
 
@@ -626,20 +641,17 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 // interval (watch events of children usually come sooner).
 func (r *Reconciler[T]) deletionWaits(ctx context.Context, obj, before T, msg string) (ctrl.Result, error) {
 	r.metrics.result(resultDeleting)
-	changed := status.MarkReconciling(obj, ReasonDeleting, msg)
-	wrote, err := r.patcher.Patch(ctx, obj, before)
-	if err != nil {
+	status.MarkReconciling(obj, ReasonDeleting, msg)
+	if _, err := r.patcher.Patch(ctx, obj, before); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: nothing left to do
-	}
-	if changed && wrote {
-		r.normal(obj, nil, ReasonDeleting, "Delete", msg)
 	}
 	return ctrl.Result{RequeueAfter: r.poll}, nil
 }
 
 // deleteChildren deletes the graph in reverse order, then any other child of the known types (types
-// the graph no longer declares, or all of them when the graph cannot be built from the spec).
-func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj T) (bool, error) {
+// the graph no longer declares, or all of them when the graph cannot be built from the spec). The
+// result is never nil; its Deleted lists what this pass deleted, even on error.
+func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj T) (*DeleteResult, error) {
 	typesToDelete := r.knownTypes()
 	g, err := r.children(ctx, obj)
 	switch {
@@ -649,13 +661,19 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 	case g.Validate() != nil:
 		log.Info("invalid children graph; deleting owned children without order", "error", g.Validate().Error())
 	default:
-		done, err := g.Delete(ctx, r.applier, obj)
-		if err != nil || !done {
-			return done, err
+		res, err := g.DeleteChildren(ctx, r.applier, obj)
+		if res == nil {
+			res = &DeleteResult{}
+		}
+		if err != nil || !res.Done {
+			return res, err
 		}
 		typesToDelete = r.mergeTypes(typesToDelete, g.Types())
+		rest, err := r.applier.DeleteOwnedChildren(ctx, obj, typesToDelete...)
+		rest.Deleted = append(res.Deleted, rest.Deleted...)
+		return rest, err
 	}
-	return r.applier.DeleteOwned(ctx, obj, typesToDelete...)
+	return r.applier.DeleteOwnedChildren(ctx, obj, typesToDelete...)
 }
 
 // watchTypes starts watching child types a graph declares that are not watched yet (only once the
@@ -735,4 +753,33 @@ func (r *Reconciler[T]) forgetDeletion(key types.NamespacedName) {
 		delete(r.finalizing, key)
 		r.metrics.finalizing(len(r.finalizing))
 	}
+	delete(r.reported, key)
+}
+
+// firstReports returns the children of deleted not reported before for the object key, and
+// remembers them.
+func (r *Reconciler[T]) firstReports(key types.NamespacedName, deleted []ChildResult) []ChildResult {
+	if len(deleted) == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := r.reported[key]
+	if seen == nil {
+		seen = map[types.UID]bool{}
+		r.reported[key] = seen
+	}
+	var out []ChildResult
+	for _, c := range deleted {
+		var uid types.UID
+		if c.Object != nil {
+			uid = c.Object.GetUID()
+		}
+		if uid != "" && seen[uid] {
+			continue
+		}
+		seen[uid] = true
+		out = append(out, c)
+	}
+	return out
 }

@@ -89,7 +89,7 @@ func ExampleNewReconciler() {
 	// Output:
 	// first: requeue=false err=<nil> finalizers=[test.convergo.dev/finalizer]
 	//   Ready=True Reconciled: the child is ready
-	//   event: Normal Created created ConfigMap default/app-config
+	//   event: Normal ChildrenApplied created ConfigMap default/app-config
 	// again: requeue=false err=<nil> finalizers=[test.convergo.dev/finalizer]
 	//   Ready=True Reconciled: the child is ready
 	// invalid: requeue=false err=<nil> finalizers=[test.convergo.dev/finalizer]

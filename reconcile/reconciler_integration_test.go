@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -169,6 +170,34 @@ func (wt *widgetTest) events(t *testing.T, name string) []string {
 	return out
 }
 
+// eventNotes returns the notes of the events of type and reason about the named object, oldest first.
+func (wt *widgetTest) eventNotes(t *testing.T, name, typ, reason string) []string {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := wt.client.List(t.Context(), list, client.InNamespace(wt.ns)); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(list.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.ReportingController == wt.name && e.Type == typ && e.Reason == reason {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
+
+// waitEventNotes waits until the notes of the events of type and reason about the named object are
+// exactly want, in that order.
+func (wt *widgetTest) waitEventNotes(t *testing.T, name, typ, reason string, want []string) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, func() (bool, string) {
+		got := wt.eventNotes(t, name, typ, reason)
+		diff := cmp.Diff(want, got)
+		return diff == "", fmt.Sprintf("%s %s events about %s (-want +got):\n%s\nall events: %v", typ, reason, name, diff, wt.events(t, name))
+	})
+}
+
 func (wt *widgetTest) waitEvent(t *testing.T, name, want string) {
 	t.Helper()
 	harness.Eventually(t, 30*time.Second, func() (bool, string) {
@@ -287,7 +316,12 @@ func TestIntegrationReconcilerConverges(t *testing.T) {
 	if derived.Data["replicas"] != "2" {
 		t.Errorf("derived data = %v", derived.Data)
 	}
-	wt.waitEvent(t, "app", "Normal Created")
+	// One Normal event per reconcile that changed children: config, then (once config is ready)
+	// derived; no second create while the cache catches up.
+	wt.waitEventNotes(t, "app", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied, []string{
+		"created ConfigMap " + wt.ns + "/app-config",
+		"created ConfigMap " + wt.ns + "/app-derived",
+	})
 	if n := metricValue(t, "convergo_child_operations_total", map[string]string{"controller": wt.name, "kind": "ConfigMap", "operation": "Created"}); n != 2 {
 		t.Errorf("convergo_child_operations_total{operation=Created} = %v, want 2", n)
 	}
@@ -334,6 +368,16 @@ func TestIntegrationReconcilerConverges(t *testing.T) {
 	}
 	if derived.Data["replicas"] != "3" || got.Status.ObservedGeneration != final.Generation {
 		t.Errorf("derived data %v, observedGeneration %d (generation %d)", derived.Data, got.Status.ObservedGeneration, final.Generation)
+	}
+	wt.waitEventNotes(t, "app", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied, []string{
+		"created ConfigMap " + wt.ns + "/app-config",
+		"created ConfigMap " + wt.ns + "/app-derived",
+		"updated ConfigMap " + wt.ns + "/app-derived",
+	})
+	if got := wt.events(t, "app"); slices.ContainsFunc(got, func(e string) bool {
+		return strings.HasPrefix(e, "Normal ") && e != "Normal "+reconcile.EventReasonChildrenApplied
+	}) {
+		t.Errorf("events about app: %v; want only Normal %s", got, reconcile.EventReasonChildrenApplied)
 	}
 }
 
@@ -387,7 +431,9 @@ func (wt *widgetTest) annotateReadyWhenCreated(t *testing.T, name string) {
 }
 
 // TestIntegrationReconcilerDeletion: deletion deletes the children in reverse dependency order, then
-// runs the cleanup hook until it reports done, and only then removes the finalizer.
+// runs the cleanup hook until it reports done, and only then removes the finalizer. Each pass that
+// deletes children emits one ChildrenDeleted event naming them, so the events show the order; there
+// is no other Normal event during deletion.
 func TestIntegrationReconcilerDeletion(t *testing.T) {
 	var (
 		mu      sync.Mutex
@@ -406,7 +452,7 @@ func TestIntegrationReconcilerDeletion(t *testing.T) {
 		return len(cleanup) >= 2, nil // not done the first time
 	}
 	wt := newWidgetTest(t, reconcile.WithCleanup(cleanupHook))
-	w := wt.create(t, "gone", testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
+	w := wt.create(t, "gone", testapi.WidgetSpec{Data: map[string]string{"k": "v", "extra": "on"}})
 	wt.annotateReadyWhenCreated(t, "gone-config")
 	wt.waitWidget(t, w, "Ready", isReady)
 
@@ -456,13 +502,24 @@ func TestIntegrationReconcilerDeletion(t *testing.T) {
 		t.Errorf("cleanup calls (-want +got):\n%s", diff)
 	}
 	mu.Unlock()
-	for _, n := range []string{"gone-config", "gone-derived"} {
+	for _, n := range []string{"gone-config", "gone-derived", "gone-extra"} {
 		err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: n}, &corev1.ConfigMap{})
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("child %s still exists after finalization (get: %v)", n, err)
 		}
 	}
-	wt.waitEvent(t, "gone", "Normal Finalized")
+	// Layers [config extra] <- [derived]: derived first (held, so its pass repeats without a second
+	// event), then config and extra together.
+	wt.waitEventNotes(t, "gone", corev1.EventTypeNormal, reconcile.EventReasonChildrenDeleted, []string{
+		"deleted ConfigMap " + wt.ns + "/gone-derived",
+		"deleted ConfigMap " + wt.ns + "/gone-config, ConfigMap " + wt.ns + "/gone-extra",
+	})
+	wantNormal := []string{"Normal " + reconcile.EventReasonChildrenApplied, "Normal " + reconcile.EventReasonChildrenDeleted}
+	if got := wt.events(t, "gone"); slices.ContainsFunc(got, func(e string) bool {
+		return strings.HasPrefix(e, "Normal ") && !slices.Contains(wantNormal, e)
+	}) {
+		t.Errorf("events about gone: %v; want no Normal events besides %v", got, wantNormal)
+	}
 	harness.Eventually(t, 10*time.Second, func() (bool, string) {
 		n := metricValue(t, "convergo_finalizing_objects", map[string]string{"controller": wt.name})
 		return n == 0, fmt.Sprintf("convergo_finalizing_objects = %v", n)
@@ -498,7 +555,7 @@ func TestIntegrationReconcilerKeepsOtherFinalizers(t *testing.T) {
 }
 
 // TestIntegrationReconcilerPrunes: a child the graph no longer declares is deleted (once the rest is
-// ready), with a Normal Deleted event and a metric.
+// ready), listed in that reconcile's ChildrenApplied event and counted in the metric.
 func TestIntegrationReconcilerPrunes(t *testing.T) {
 	wt := newWidgetTest(t, reconcile.WithStatus(func(_ context.Context, w *testapi.Widget, res *reconcile.GraphResult) error {
 		w.Status.ReadyChildren = 0
@@ -527,7 +584,12 @@ func TestIntegrationReconcilerPrunes(t *testing.T) {
 	wt.waitWidget(t, w, "Ready with two children", func(w *testapi.Widget) bool {
 		return status.IsReady(w) && status.Get(w, status.Ready).Message == "all 2 children ready" && w.Status.ReadyChildren == 2
 	})
-	wt.waitEvent(t, "opt", "Normal Deleted")
+	wt.waitEventNotes(t, "opt", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied, []string{
+		"created ConfigMap " + wt.ns + "/opt-config, ConfigMap " + wt.ns + "/opt-extra",
+		"created ConfigMap " + wt.ns + "/opt-derived",
+		// The data moved out of config; extra is pruned once config is applied and ready again.
+		"updated ConfigMap " + wt.ns + "/opt-config; pruned ConfigMap " + wt.ns + "/opt-extra",
+	})
 	if n := metricValue(t, "convergo_child_operations_total", map[string]string{"controller": wt.name, "kind": "ConfigMap", "operation": "Deleted"}); n != 1 {
 		t.Errorf("convergo_child_operations_total{operation=Deleted} = %v, want 1", n)
 	}
@@ -568,4 +630,60 @@ func TestIntegrationReconcilerTransientError(t *testing.T) {
 	}
 	wt.annotateReadyWhenCreated(t, "flaky-config")
 	wt.waitWidget(t, w, "Ready after the fix", isReady)
+}
+
+// TestIntegrationReconcilerWithWatches: a WithWatches watch on objects that are not children (here
+// ConfigMaps labelled with a Widget's name, as an operator would watch a Secret its spec refers to)
+// wakes the Widget it maps to; an object the map function ignores does not.
+func TestIntegrationReconcilerWithWatches(t *testing.T) {
+	var woken atomic.Int64 // reconciles of the Widget "watched" that reached the status hook
+	mapToWidget := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+		name := o.GetLabels()["example.com/widget"]
+		if name == "" {
+			return nil
+		}
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+	})
+	wt := newWidgetTest(t,
+		reconcile.WithWatches(&corev1.ConfigMap{}, mapToWidget),
+		reconcile.WithStatus(func(_ context.Context, w *testapi.Widget, _ *reconcile.GraphResult) error {
+			if w.Name == "watched" {
+				woken.Add(1)
+			}
+			return nil
+		}))
+	w := wt.create(t, "watched", testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
+	// The Widget waits for its config child to be annotated: nothing wakes it by itself.
+	wt.waitWidget(t, w, "Reconciling/WaitingForDependencies", func(w *testapi.Widget) bool {
+		return condition(w, status.Reconciling) == "True/WaitingForDependencies"
+	})
+	wt.settledCalls(t)
+
+	cases := []struct {
+		name   string
+		labels map[string]string
+		wakes  bool
+	}{
+		{name: "unrelated", labels: map[string]string{"app": "other"}, wakes: false},
+		{name: "settings", labels: map[string]string{"example.com/widget": "watched"}, wakes: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := woken.Load()
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: wt.ns, Labels: tc.labels}}
+			if err := wt.client.Create(t.Context(), cm); err != nil {
+				t.Fatal(err)
+			}
+			if tc.wakes {
+				harness.Eventually(t, 30*time.Second, func() (bool, string) {
+					return woken.Load() > before, fmt.Sprintf("Widget not reconciled after %s was created (%d reconciles)", tc.name, woken.Load())
+				})
+				return
+			}
+			wt.settledCalls(t)
+			if n := woken.Load() - before; n != 0 {
+				t.Errorf("%d reconciles of the Widget after creating %s, which maps to nothing; want 0", n, tc.name)
+			}
+		})
+	}
 }

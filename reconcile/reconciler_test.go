@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -204,13 +205,16 @@ func TestRecordChildren(t *testing.T) {
 		pruned: []client.Object{live("old")},
 	}
 	r.recordChildren(owner, out)
-	want := []string{
-		"Normal Created created ConfigMap ns/a",
-		"Normal Recreated recreated ConfigMap ns/c",
-		"Normal Deleted deleted ConfigMap ns/old: no longer declared",
-	}
+	want := []string{"Normal ChildrenApplied created ConfigMap ns/a; recreated ConfigMap ns/c; pruned ConfigMap ns/old"}
 	if diff := cmp.Diff(want, drain(rec)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	// Nothing changed: no event.
+	r.recordChildren(owner, outcome{graph: g, result: &GraphResult{Children: []ChildResult{
+		{Name: "b", Object: live("b"), Operation: OperationUnchanged, Applied: true},
+	}}})
+	if got := drain(rec); len(got) != 0 {
+		t.Errorf("events for an unchanged child: %v", got)
 	}
 	counts := map[string]float64{}
 	for _, op := range []Operation{OperationCreated, OperationUnchanged, OperationRecreated, OperationDeleted, OperationUpdated} {
@@ -220,9 +224,129 @@ func TestRecordChildren(t *testing.T) {
 		}
 		counts[string(op)] = m.GetCounter().GetValue()
 	}
-	wantCounts := map[string]float64{"Created": 1, "Unchanged": 1, "Recreated": 1, "Deleted": 1, "Updated": 0}
+	wantCounts := map[string]float64{"Created": 1, "Unchanged": 2, "Recreated": 1, "Deleted": 1, "Updated": 0}
 	if diff := cmp.Diff(wantCounts, counts); diff != "" {
 		t.Errorf("convergo_child_operations_total (-want +got):\n%s", diff)
+	}
+}
+
+func TestRecordDeleted(t *testing.T) {
+	r, rec := rtReconciler(t, WithName("record-deleted-test"))
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}
+	deleted := func(objs ...client.Object) []ChildResult {
+		var out []ChildResult
+		for _, o := range objs {
+			out = append(out, ChildResult{Object: o, Operation: OperationDeleted})
+		}
+		return out
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+	r.recordDeleted(owner, deleted(svc))
+	r.recordDeleted(owner, nil) // a pass that only waits: no event
+	r.recordDeleted(owner, deleted(cm, secret))
+	want := []string{
+		"Normal ChildrenDeleted deleted Service ns/web",
+		"Normal ChildrenDeleted deleted ConfigMap ns/web, Secret ns/web",
+	}
+	if diff := cmp.Diff(want, drain(rec)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	m := &dto.Metric{}
+	if err := childOperationsTotal.WithLabelValues("record-deleted-test", "ConfigMap", string(OperationDeleted)).Write(m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetCounter().GetValue(); got != 1 {
+		t.Errorf("convergo_child_operations_total{kind=ConfigMap,operation=Deleted} = %v, want 1", got)
+	}
+}
+
+// TestDeletionReportsEachChildOnce: a deletion sent again for a child the cache still shows (it
+// lags) is not reported a second time for the same owner deletion.
+func TestDeletionReportsEachChildOnce(t *testing.T) {
+	r, _ := rtReconciler(t)
+	key := client.ObjectKey{Namespace: "ns", Name: "w"}
+	child := func(uid string) ChildResult {
+		return ChildResult{Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "ns", UID: types.UID(uid)}}, Operation: OperationDeleted}
+	}
+	uids := func(cs []ChildResult) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, string(c.Object.GetUID()))
+		}
+		return out
+	}
+	steps := []struct {
+		forget bool
+		in     []ChildResult
+		want   []string
+	}{
+		{in: []ChildResult{child("a"), child("b")}, want: []string{"a", "b"}},
+		{in: []ChildResult{child("b"), child("c")}, want: []string{"c"}},
+		{in: nil, want: nil},
+		{forget: true, in: []ChildResult{child("a")}, want: []string{"a"}}, // a new deletion of the owner
+	}
+	for i, s := range steps {
+		if s.forget {
+			r.forgetDeletion(key)
+		}
+		if diff := cmp.Diff(s.want, uids(r.firstReports(key, s.in))); diff != "" {
+			t.Errorf("step %d (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+func TestCompactNote(t *testing.T) {
+	many := func(n int) []noteEntry {
+		var out []noteEntry
+		for i := range n {
+			out = append(out, noteEntry{verb: "created", what: fmt.Sprintf("ConfigMap demo/config-%03d", i)})
+		}
+		return out
+	}
+	cases := map[string]struct {
+		entries []noteEntry
+		limit   int
+		want    string
+	}{
+		"one": {entries: []noteEntry{{"created", "ConfigMap demo/alice"}}, limit: 1024, want: "created ConfigMap demo/alice"},
+		"runs of verbs": {
+			entries: []noteEntry{{"created", "ConfigMap demo/alice"}, {"created", "Deployment demo/alice"}, {"updated", "Service demo/alice"}, {"pruned", "Secret demo/old"}, {"pruned", "Secret demo/older"}},
+			limit:   1024,
+			want:    "created ConfigMap demo/alice, Deployment demo/alice; updated Service demo/alice; pruned Secret demo/old, Secret demo/older",
+		},
+		"exactly at the limit": {
+			entries: []noteEntry{{"created", "A a"}, {"created", "B b"}},
+			limit:   len("created A a, B b"),
+			want:    "created A a, B b",
+		},
+		"one byte short": {
+			entries: []noteEntry{{"created", "ConfigMap demo/alpha"}, {"created", "ConfigMap demo/bravo"}},
+			limit:   len("created ConfigMap demo/alpha, ConfigMap demo/bravo") - 1,
+			want:    "created ConfigMap demo/alpha and 1 more",
+		},
+		"truncated": {
+			entries: many(3),
+			limit:   len("created ConfigMap demo/config-000, ConfigMap demo/config-001 and 1 more"),
+			want:    "created ConfigMap demo/config-000, ConfigMap demo/config-001 and 1 more",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := compactNote(tc.entries, tc.limit)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("note (-want +got):\n%s", diff)
+			}
+			if len(got) > tc.limit {
+				t.Errorf("note of %d bytes, limit %d", len(got), tc.limit)
+			}
+		})
+	}
+	// Many children: bounded by the Event API's limit, with the count of the rest.
+	note := compactNote(many(200), maxEventNote)
+	if len(note) > maxEventNote || !strings.HasSuffix(note, " more") || !strings.HasPrefix(note, "created ConfigMap demo/config-000, ") {
+		t.Errorf("note of %d bytes: ...%s", len(note), note[max(0, len(note)-40):])
 	}
 }
 

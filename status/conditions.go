@@ -198,11 +198,24 @@ func MarkStalled(obj Object, reason, message string) bool {
 	return Set(obj, metav1.Condition{Type: Ready, Status: metav1.ConditionFalse, Reason: reason, Message: message}) || changed
 }
 
-// Get returns a copy of the condition condType of obj, or nil when obj has none.
+// Get returns a copy of the condition condType of obj, or nil when obj has none. Changing the copy
+// does not change obj; use Set for that.
 func Get(obj Object, condType string) *metav1.Condition {
-	for _, c := range obj.GetConditions() {
-		if c.Type == condType {
-			return &c
+	c := lookup(obj, condType)
+	if c == nil {
+		return nil
+	}
+	cp := *c // one allocation, for the match only
+	return &cp
+}
+
+// lookup returns a pointer to the condition condType inside obj's own conditions slice, or nil. It
+// does not allocate; callers in this package only read through it and never hand it out.
+func lookup(obj Object, condType string) *metav1.Condition {
+	conds := obj.GetConditions()
+	for i := range conds {
+		if conds[i].Type == condType {
+			return &conds[i]
 		}
 	}
 	return nil
@@ -218,19 +231,19 @@ func IsFalse(obj Object, condType string) bool {
 
 // IsUnknown reports whether obj's condition condType is Unknown or absent.
 func IsUnknown(obj Object, condType string) bool {
-	c := Get(obj, condType)
+	c := lookup(obj, condType)
 	return c == nil || c.Status == metav1.ConditionUnknown
 }
 
 func hasStatus(obj Object, condType string, s metav1.ConditionStatus) bool {
-	c := Get(obj, condType)
+	c := lookup(obj, condType)
 	return c != nil && c.Status == s
 }
 
 // IsReady reports whether obj is Ready for its current generation: Ready=True and observed at obj's
 // generation. A Ready=True left over from an older generation does not count.
 func IsReady(obj Object) bool {
-	c := Get(obj, Ready)
+	c := lookup(obj, Ready)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.GetGeneration()
 }
 

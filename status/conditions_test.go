@@ -259,6 +259,32 @@ func TestQueries(t *testing.T) {
 	}
 }
 
+// getSink keeps Get's result escaping, as it does for callers that keep it.
+var getSink *metav1.Condition
+
+// TestQueriesAllocateOnlyForTheCopy: the queries read the object's conditions in place; only Get
+// allocates, once, for the copy of the match.
+func TestQueriesAllocateOnlyForTheCopy(t *testing.T) {
+	w := widget(5, cond("A", True, "R", "", 5, t0), cond("B", True, "R", "", 5, t0), cond(Ready, True, "R", "", 5, t0))
+	cases := map[string]struct {
+		query func()
+		want  float64
+	}{
+		"Get of the last condition":  {query: func() { getSink = Get(w, Ready) }, want: 1},
+		"Get of an absent condition": {query: func() { getSink = Get(w, "C") }, want: 0},
+		"IsReady":                    {query: func() { _ = IsReady(w) }, want: 0},
+		"IsTrue":                     {query: func() { _ = IsTrue(w, "B") }, want: 0},
+		"IsUnknown":                  {query: func() { _ = IsUnknown(w, "C") }, want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := testing.AllocsPerRun(100, tc.query); got != tc.want {
+				t.Errorf("allocations per call = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestRemove(t *testing.T) {
 	w := widget(1, cond("A", True, "R", "", 1, t0), cond("B", True, "R", "", 1, t0))
 	if !Remove(w, "A") || Remove(w, "A") {

@@ -33,7 +33,7 @@ type Summary struct {
 //
 // Summarize never sets Reconciling or Stalled, so the kstatus rules hold whatever the sub-conditions say.
 func Summarize(obj Object, s Summary) bool {
-	if c := Get(obj, Stalled); c != nil && c.Status == metav1.ConditionTrue {
+	if c := lookup(obj, Stalled); c != nil && c.Status == metav1.ConditionTrue {
 		return Set(obj, metav1.Condition{Type: Ready, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message})
 	}
 	for _, t := range summaryTypes(s) {
@@ -42,7 +42,7 @@ func Summarize(obj Object, s Summary) bool {
 			return Set(obj, metav1.Condition{Type: Ready, Status: st, Reason: reason, Message: msg})
 		}
 	}
-	if c := Get(obj, Reconciling); c != nil && c.Status == metav1.ConditionTrue {
+	if c := lookup(obj, Reconciling); c != nil && c.Status == metav1.ConditionTrue {
 		return Set(obj, metav1.Condition{Type: Ready, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message})
 	}
 	reason, msg := s.Reason, s.Message
@@ -70,7 +70,7 @@ func summaryTypes(s Summary) []string {
 // judge reports whether sub-condition t of obj is good and, if not, the Ready status, reason and message
 // it implies.
 func judge(obj Object, t string, negative bool) (metav1.ConditionStatus, string, string, bool) {
-	c := Get(obj, t)
+	c := lookup(obj, t)
 	if c == nil {
 		if negative {
 			return "", "", "", true

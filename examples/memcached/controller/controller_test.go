@@ -19,6 +19,7 @@ import (
 	"github.com/convergo-dev/convergo/examples/internal/optest"
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/memcached/controller"
+	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -150,7 +151,7 @@ func TestLifecycle(t *testing.T) {
 		mc.Status, ignoreConditions()); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	optest.WaitForEvent(t, env.Client, ns, "cache", corev1.EventTypeNormal, "Created")
+	optest.WaitForEvent(t, env.Client, ns, "cache", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
 
 	// Scale up: the Deployment follows; the Memcached is Reconciling until the new pods are available
 	// (the Service, which depends on the Deployment, waits for it).
@@ -313,7 +314,7 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 	harness.WaitForObject(t, env.Client, key, mc, timeout, func(m *v1alpha1.Memcached) bool {
 		return conditionsAre(ready)(m) && slices.Equal(m.Status.Nodes, []string{"cache-0"})
 	})
-	event := optest.WaitForEvent(t, env.Client, ns, "cache", corev1.EventTypeNormal, "Created")
+	event := optest.WaitForEvent(t, env.Client, ns, "cache", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
 	if event.ReportingController != controller.Name {
 		t.Errorf("event reported by %q, want %q", event.ReportingController, controller.Name)
 	}

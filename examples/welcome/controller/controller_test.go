@@ -24,6 +24,7 @@ import (
 	"github.com/convergo-dev/convergo/examples/internal/optest"
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -400,7 +401,7 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 	harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
 	optest.MarkDeploymentAvailable(t, env.Client, key)
 	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
-	event := optest.WaitForEvent(t, env.Client, ns, "erin", corev1.EventTypeNormal, "Created")
+	event := optest.WaitForEvent(t, env.Client, ns, "erin", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
 	if event.ReportingController != controller.Name {
 		t.Errorf("event reported by %q, want %q", event.ReportingController, controller.Name)
 	}
