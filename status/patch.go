@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -177,7 +178,37 @@ func computeDelta(old, cur map[string]any) delta {
 		}
 	}
 	d.fields = mergeDiff(withoutConditions(old), withoutConditions(cur))
+	d.removedConds = append(d.removedConds, excludedByKstatus(d)...)
 	return d
+}
+
+// excludedByKstatus returns the condition types that the kstatus conditions d sets to True rule out:
+// Ready=True excludes Reconciling and Stalled, and Reconciling and Stalled exclude each other. Re-applied
+// on a fresh copy after a conflict, they also clear what an earlier write of ours left there when its
+// answer was lost (our before-copy never saw it, so no plain difference removes it).
+func excludedByKstatus(d delta) []string {
+	var out []string
+	exclude := func(types ...string) {
+		for _, t := range types {
+			if findCondition(d.setConds, t) == nil && !slices.Contains(d.removedConds, t) && !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	for _, c := range d.setConds {
+		if c["status"] != string(metav1.ConditionTrue) {
+			continue
+		}
+		switch condType(c) {
+		case Ready:
+			exclude(Reconciling, Stalled)
+		case Reconciling:
+			exclude(Stalled)
+		case Stalled:
+			exclude(Reconciling)
+		}
+	}
+	return out
 }
 
 // applyTo returns a copy of status with the delta applied: removed conditions dropped, changed ones

@@ -341,3 +341,50 @@ func TestPatcherFieldManager(t *testing.T) {
 		})
 	}
 }
+
+// TestDeltaClearsWhatKstatusExcludes covers a conflict after a lost answer: our earlier write (say
+// Reconciling=True) reached the server but not us, so our before-copy lacks it; re-applying "Ready=True"
+// on the fresh copy must still clear it, or the object would be Ready and Reconciling at once.
+func TestDeltaClearsWhatKstatusExcludes(t *testing.T) {
+	cond := func(typ, st string) map[string]any { return map[string]any{"type": typ, "status": st} }
+	cases := map[string]struct {
+		ours  map[string]any // the condition we set (before: none)
+		fresh []any          // the server's conditions at the retry
+		want  []string       // types left on the server, in order
+	}{
+		"lost Reconciling, then Ready": {
+			ours:  cond(Ready, "True"),
+			fresh: []any{cond(Reconciling, "True"), cond("Other", "True")},
+			want:  []string{"Other", Ready},
+		},
+		"lost Stalled, then Ready": {
+			ours:  cond(Ready, "True"),
+			fresh: []any{cond(Stalled, "True")},
+			want:  []string{Ready},
+		},
+		"lost Reconciling, then Stalled": {
+			ours:  cond(Stalled, "True"),
+			fresh: []any{cond(Reconciling, "True"), cond(Ready, "False")},
+			want:  []string{Ready, Stalled},
+		},
+		"Ready=False excludes nothing": {
+			ours:  cond(Ready, "False"),
+			fresh: []any{cond(Reconciling, "True")},
+			want:  []string{Reconciling, Ready},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := computeDelta(map[string]any{}, map[string]any{"conditions": []any{tc.ours}})
+			out := d.applyTo(map[string]any{"conditions": tc.fresh})
+			conds, _ := conditionList(out)
+			var got []string
+			for _, c := range conds {
+				got = append(got, condType(c))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("conditions after the retry (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
