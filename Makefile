@@ -51,6 +51,7 @@ lint: ## gofmt and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags chaos ./internal/reliability/chaos/
 
 .PHONY: test
 test: $(CONTROLLER_GEN) assets ## Install what is needed and run every test against a real API server.
@@ -60,7 +61,7 @@ test: $(CONTROLLER_GEN) assets ## Install what is needed and run every test agai
 .PHONY: test-chaos
 test-chaos: $(CONTROLLER_GEN) assets ## Slow fault-injection suites (apiserver kill, etcd pause, manager kill, leader election).
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
-	  $(GO) test -tags chaos -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./internal/reliability/... ./testing/cluster/...
+	  $(GO) test -tags chaos -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./internal/reliability/chaos/
 
 FUZZTIME ?= 30s
 .PHONY: fuzz

@@ -147,6 +147,10 @@ func (c *Cluster) stopProcesses(reportCrashes bool) error {
 	procs := c.procs
 	c.procs = nil
 	c.mu.Unlock()
+	// A component frozen by a fault (PauseEtcd) would stall the shutdown of the others.
+	for _, p := range procs {
+		_ = resume(p.cmd.Process)
+	}
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
 		p := procs[i]

@@ -36,4 +36,11 @@
 //	}
 //
 // c.Config is an admin *rest.Config and c.KubeconfigPath an admin kubeconfig (for kubectl).
+//
+// Fault hooks break the running control plane on purpose, for reliability tests:
+//
+//	err := c.RestartAPIServer(ctx)          // SIGKILL kube-apiserver, start it again on the same etcd
+//	err = c.KillAPIServer()                 // ... or in two steps, doing something in between
+//	err = c.StartAPIServer(ctx)
+//	err = c.PauseEtcdFor(ctx, 10*time.Second) // SIGSTOP etcd, SIGCONT after 10 s (or PauseEtcd/ResumeEtcd)
 package cluster

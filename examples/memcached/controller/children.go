@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -88,24 +90,45 @@ func Children(_ context.Context, mc *v1alpha1.Memcached) (*reconcile.Graph, erro
 
 // validateResources checks what the schema cannot express cheaply: quantities compared with each
 // other and with the cache size.
+// supportedResources are the resource names spec.resources may use; others (hugepages, extended
+// resources) have rules of their own that pods would fail on.
+var supportedResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}
+
 func validateResources(spec v1alpha1.MemcachedSpec) error {
 	if spec.Resources == nil {
 		return nil
 	}
 	var errs []error
 	limits, requests := spec.Resources.Limits, spec.Resources.Requests
+	if len(spec.Resources.Claims) > 0 {
+		errs = append(errs, errors.New("spec.resources.claims is not supported: memcached pods use no dynamic resources"))
+	}
+	for _, list := range []struct {
+		field string
+		items corev1.ResourceList
+	}{{"limits", limits}, {"requests", requests}} {
+		for name, q := range list.items {
+			if !slices.Contains(supportedResources, name) {
+				errs = append(errs, fmt.Errorf("spec.resources.%s.%s is not supported: use cpu, memory or ephemeral-storage", list.field, name))
+			}
+			if q.Sign() < 0 {
+				errs = append(errs, fmt.Errorf("spec.resources.%s.%s (%s) must not be negative", list.field, name, q.String()))
+			}
+		}
+	}
 	if limit, ok := limits[corev1.ResourceMemory]; ok {
 		cache := resource.MustParse(strconv.Itoa(int(spec.CacheSizeMB)) + "Mi")
 		if limit.Cmp(cache) < 0 {
 			errs = append(errs, fmt.Errorf("spec.resources.limits.memory (%s) is smaller than spec.cacheSizeMB (%s): memcached would be killed when the cache fills", limit.String(), cache.String()))
 		}
 	}
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+	for _, name := range supportedResources {
 		limit, hasLimit := limits[name]
 		request, hasRequest := requests[name]
 		if hasLimit && hasRequest && request.Cmp(limit) > 0 {
 			errs = append(errs, fmt.Errorf("spec.resources.requests.%s (%s) exceeds spec.resources.limits.%s (%s)", name, request.String(), name, limit.String()))
 		}
 	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
 }

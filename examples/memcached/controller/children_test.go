@@ -37,6 +37,18 @@ func TestChildrenRejectsResourcesThatCannotRun(t *testing.T) {
 			cache: 64, requests: corev1.ResourceList{corev1.ResourceCPU: q("2")}, limits: corev1.ResourceList{corev1.ResourceCPU: q("500m")},
 			wantErr: "spec.resources.requests.cpu (2) exceeds spec.resources.limits.cpu (500m)",
 		},
+		"negative limit": {
+			cache: 64, limits: corev1.ResourceList{corev1.ResourceEphemeralStorage: q("-100m")},
+			wantErr: "spec.resources.limits.ephemeral-storage (-100m) must not be negative",
+		},
+		"hugepages": {
+			cache: 64, limits: corev1.ResourceList{"hugepages-2Mi": q("8")},
+			wantErr: "spec.resources.limits.hugepages-2Mi is not supported: use cpu, memory or ephemeral-storage",
+		},
+		"ephemeral-storage request above the limit": {
+			cache: 64, requests: corev1.ResourceList{corev1.ResourceEphemeralStorage: q("2Gi")}, limits: corev1.ResourceList{corev1.ResourceEphemeralStorage: q("1Gi")},
+			wantErr: "spec.resources.requests.ephemeral-storage (2Gi) exceeds spec.resources.limits.ephemeral-storage (1Gi)",
+		},
 		"both wrong": {
 			cache: 64, requests: corev1.ResourceList{corev1.ResourceMemory: q("256Mi")}, limits: corev1.ResourceList{corev1.ResourceMemory: q("32Mi")},
 			wantErr: "spec.resources.limits.memory (32Mi) is smaller than spec.cacheSizeMB (64Mi): memcached would be killed when the cache fills\n" +

@@ -23,7 +23,7 @@ const (
 )
 
 // +kubebuilder:rbac:groups=cache.convergo.dev,resources=memcacheds,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=cache.convergo.dev,resources=memcacheds/status,verbs=get;patch
+// +kubebuilder:rbac:groups=cache.convergo.dev,resources=memcacheds/status,verbs=patch
 // +kubebuilder:rbac:groups=cache.convergo.dev,resources=memcacheds/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete

@@ -34,7 +34,7 @@ const (
 )
 
 // +kubebuilder:rbac:groups=web.convergo.dev,resources=welcomes,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=web.convergo.dev,resources=welcomes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=web.convergo.dev,resources=welcomes/status,verbs=patch
 // +kubebuilder:rbac:groups=web.convergo.dev,resources=welcomes/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete

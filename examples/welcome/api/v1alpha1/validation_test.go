@@ -162,6 +162,18 @@ func TestInvalidSpecsAreRejected(t *testing.T) {
 			mutate: mutations{set("spec.passwordSecretRef.key", "pass word")},
 			want:   `spec.passwordSecretRef.key in body should match '^[-._a-zA-Z0-9]+$'`,
 		},
+		"passwordSecretRef key '.'": {
+			mutate: mutations{set("spec.passwordSecretRef.key", ".")},
+			want:   `key must not be '.' or start with '..'`,
+		},
+		"passwordSecretRef key '..'": {
+			mutate: mutations{set("spec.passwordSecretRef.key", "..")},
+			want:   `key must not be '.' or start with '..'`,
+		},
+		"passwordSecretRef key starting with '..'": {
+			mutate: mutations{set("spec.passwordSecretRef.key", "..data")},
+			want:   `key must not be '.' or start with '..'`,
+		},
 		"plaintext password (strict field validation)": {
 			mutate: mutations{set("spec.password", "hunter2")},
 			want:   `unknown field "spec.password"`,
