@@ -3,9 +3,7 @@ package baseline
 import (
 	"context"
 	"fmt"
-	"html/template"
 	"strconv"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	welcome "github.com/convergo-dev/convergo/examples/welcome/controller"
 )
 
 // ControllerName is the name the baseline controller registers with the manager (and the value of the
@@ -85,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	page, err := renderPage(w.Spec)
+	page, err := welcome.RenderPage(w.Spec) // the same page as Convergo's Welcome
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -224,30 +223,4 @@ func serviceSpec(w *v1alpha1.Welcome) corev1.ServiceSpec {
 		Selector: selectorLabels(w),
 		Ports:    []corev1.ServicePort{port},
 	}
-}
-
-var pageTemplate = template.Must(template.New("page").Parse(`<dl class="profile">
-{{- with .Email}}
-<dt>E-mail</dt><dd><a href="mailto:{{.}}">{{.}}</a></dd>
-{{- end}}
-{{- with .Groups}}
-<dt>Groups</dt><dd>{{.}}</dd>
-{{- end}}
-{{- with .UserID}}
-<dt>User ID</dt><dd>{{.}}</dd>
-{{- end}}
-</dl>
-`))
-
-// renderPage returns the page the web server shows below its greeting.
-func renderPage(spec v1alpha1.WelcomeSpec) (string, error) {
-	data := struct{ Email, Groups, UserID string }{Email: spec.Email, Groups: strings.Join(spec.Groups, ", ")}
-	if spec.UserID != nil {
-		data.UserID = strconv.FormatInt(*spec.UserID, 10)
-	}
-	var b strings.Builder
-	if err := pageTemplate.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("render page: %w", err)
-	}
-	return b.String(), nil
 }
