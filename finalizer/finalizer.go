@@ -29,16 +29,40 @@ type Cleanup func(ctx context.Context) (done bool, err error)
 // Has reports whether obj lists the finalizer name.
 func Has(obj client.Object, name string) bool { return slices.Contains(obj.GetFinalizers(), name) }
 
+// Option configures Ensure, Remove and Finalize.
+type Option func(*config)
+
+type config struct {
+	reader client.Reader
+}
+
+// WithReader makes a retry after a failed test re-read the object through r instead of the client the
+// call was given. Pass the manager's API reader (mgr.GetAPIReader()) when that client reads from a cache:
+// a cache that lags behind would hand back the very list the server just refused.
+func WithReader(r client.Reader) Option { return func(c *config) { c.reader = r } }
+
+func newConfig(c client.Client, opts []Option) config {
+	cfg := config{reader: c}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.reader == nil {
+		cfg.reader = c
+	}
+	return cfg
+}
+
 // Ensure adds the finalizer name to obj unless it is already listed, and reports whether it added it.
 //
 // When obj already lists name, Ensure makes no request. Otherwise it sends a JSON patch that only appends
 // name, guarded by a test of the finalizer list it saw (a test for null when the list is absent): another
 // controller's finalizers are never dropped, name is never listed twice, and changes to anything other
 // than the finalizer list never conflict (no resourceVersion is sent). If the list changed in between, the
-// server rejects the test (422); Ensure re-reads obj through c and tries again, a bounded number of times.
+// server rejects the test (422); Ensure re-reads obj (through c, or WithReader's reader) and tries again, a bounded number of times.
 // obj is updated from the server's answer. Ensure refuses to add a finalizer to an object being deleted
 // (the API server forbids it).
-func Ensure(ctx context.Context, c client.Client, obj client.Object, name string) (added bool, err error) {
+func Ensure(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (added bool, err error) {
+	cfg := newConfig(c, opts)
 	if err := validate(name); err != nil {
 		return false, err
 	}
@@ -69,7 +93,7 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, name string
 		if !retryable(err) || attempt+1 >= maxAttempts {
 			return false, fmt.Errorf("add finalizer %q to %s: %w", name, kobj.Describe(obj), err)
 		}
-		if err := reread(ctx, c, obj, attempt); err != nil {
+		if err := reread(ctx, cfg.reader, obj, attempt); err != nil {
 			return false, fmt.Errorf("add finalizer %q to %s: %w", name, kobj.Describe(obj), err)
 		}
 	}
@@ -82,7 +106,8 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, name string
 // controller's finalizers are never touched, and it carries no resourceVersion, so unrelated changes never
 // conflict. If the list moved in between, Remove re-reads obj through c and tries again, a bounded number of
 // times. obj is updated from the server's answer.
-func Remove(ctx context.Context, c client.Client, obj client.Object, name string) (removed bool, err error) {
+func Remove(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (removed bool, err error) {
+	cfg := newConfig(c, opts)
 	for attempt := 0; ; attempt++ {
 		var ops []operation
 		current := obj.GetFinalizers()
@@ -106,7 +131,7 @@ func Remove(ctx context.Context, c client.Client, obj client.Object, name string
 		if !retryable(err) || attempt+1 >= maxAttempts {
 			return false, fmt.Errorf("remove finalizer %q from %s: %w", name, kobj.Describe(obj), err)
 		}
-		if err := reread(ctx, c, obj, attempt); err != nil {
+		if err := reread(ctx, cfg.reader, obj, attempt); err != nil {
 			if apierrors.IsNotFound(err) {
 				return false, nil
 			}
@@ -121,7 +146,7 @@ func Remove(ctx context.Context, c client.Client, obj client.Object, name string
 //
 // It returns done=true once the finalizer is gone. When cleanup fails or is not done yet, the finalizer
 // stays and Finalize returns done=false (with cleanup's error, if any).
-func Finalize(ctx context.Context, c client.Client, obj client.Object, name string, cleanup Cleanup) (done bool, err error) {
+func Finalize(ctx context.Context, c client.Client, obj client.Object, name string, cleanup Cleanup, opts ...Option) (done bool, err error) {
 	if !Has(obj, name) {
 		return true, nil
 	}
@@ -134,7 +159,7 @@ func Finalize(ctx context.Context, c client.Client, obj client.Object, name stri
 			return false, nil
 		}
 	}
-	if _, err := Remove(ctx, c, obj, name); err != nil {
+	if _, err := Remove(ctx, c, obj, name, opts...); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -174,7 +199,7 @@ func retryable(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsConflict(err)
 }
 
-func reread(ctx context.Context, c client.Client, obj client.Object, attempt int) error {
+func reread(ctx context.Context, r client.Reader, obj client.Object, attempt int) error {
 	t := time.NewTimer(backoff << attempt)
 	defer t.Stop()
 	select {
@@ -183,7 +208,7 @@ func reread(ctx context.Context, c client.Client, obj client.Object, attempt int
 	case <-t.C:
 	}
 	fresh := kobj.NewLike(obj)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 		return fmt.Errorf("re-read: %w", err)
 	}
 	return kobj.CopyInto(obj, fresh)

@@ -257,3 +257,68 @@ func TestFinalize(t *testing.T) {
 		})
 	}
 }
+
+// staleReader always answers with the copy it was given, like a cache that has not caught up.
+type staleReader struct {
+	client.Reader
+	stale *corev1.ConfigMap
+	gets  int
+}
+
+func (r *staleReader) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	r.gets++
+	r.stale.DeepCopyInto(obj.(*corev1.ConfigMap))
+	return nil
+}
+
+// TestRetryRereadsThroughWithReader shows where a retry re-reads: through the call's client by default
+// (here a cache stuck on the old list, so the retries are refused until they give up), through the
+// WithReader reader when given (here the API server itself, so the second attempt succeeds).
+func TestRetryRereadsThroughWithReader(t *testing.T) {
+	cases := map[string]struct {
+		withReader  bool
+		wantErr     bool
+		wantStale   int // re-reads answered by the stale cache
+		wantPatches int
+	}{
+		"default: re-read through the cached client": {withReader: false, wantErr: true, wantStale: maxAttempts - 1, wantPatches: maxAttempts},
+		"WithReader: re-read through the API reader": {withReader: true, wantErr: false, wantStale: 0, wantPatches: 2},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var log patchLog
+			server := log.client(t, configMap("other.io/a", "other.io/b"))
+			cache := &staleReader{stale: configMap("other.io/a")}
+			var opts []Option
+			cached := cachedClient{Client: server, reader: cache}
+			if tc.withReader {
+				opts = append(opts, WithReader(server))
+			}
+			obj := configMap("other.io/a") // what the cache showed when the reconcile began
+			_, err := Ensure(t.Context(), cached, obj, ours, opts...)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Ensure error = %v, want error %v", err, tc.wantErr)
+			}
+			got := struct{ Stale, Patches int }{cache.gets, len(log.patches)}
+			want := struct{ Stale, Patches int }{tc.wantStale, tc.wantPatches}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("re-reads and patches (-want +got):\n%s", diff)
+			}
+			if !tc.wantErr {
+				if diff := cmp.Diff([]string{"other.io/a", "other.io/b", ours}, obj.GetFinalizers()); diff != "" {
+					t.Errorf("finalizers (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// cachedClient writes through Client and reads through reader, like a manager's client.
+type cachedClient struct {
+	client.Client
+	reader client.Reader
+}
+
+func (c cachedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return c.reader.Get(ctx, key, obj, opts...)
+}

@@ -229,6 +229,7 @@ type Reconciler[T Object] struct {
 	cache     cache.Cache
 	applier   *Applier
 	patcher   *status.Patcher
+	apiReader client.Reader
 	recorder  events.EventRecorder
 	finalizer string
 	cleanup   func(context.Context, T) (bool, error)
@@ -319,7 +320,8 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	r.client = writer
 	r.applier = NewApplier(mgr.GetClient(), r.scheme,
 		append([]Option{WithFieldManager(r.name), WithAPIReader(mgr.GetAPIReader())}, cfg.applierOpts...)...)
-	r.patcher = status.NewPatcher(writer, status.WithReader(mgr.GetAPIReader()))
+	r.apiReader = mgr.GetAPIReader()
+	r.patcher = status.NewPatcher(writer, status.WithReader(r.apiReader))
 	r.recorder = cfg.recorder
 	if r.recorder == nil {
 		r.recorder = mgr.GetEventRecorder(r.name)
@@ -421,7 +423,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return r.finalize(ctx, log, obj)
 	}
 	r.forgetDeletion(req.NamespacedName)
-	if _, err := finalizer.Ensure(ctx, r.client, obj, r.finalizer); err != nil {
+	if _, err := finalizer.Ensure(ctx, r.client, obj, r.finalizer, finalizer.WithReader(r.apiReader)); err != nil {
 		r.metrics.result(resultError)
 		return ctrl.Result{}, err
 	}
@@ -618,7 +620,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if r.cleanup != nil {
 		cleanup = func(ctx context.Context) (bool, error) { return r.cleanup(ctx, obj) }
 	}
-	done, err := finalizer.Finalize(ctx, r.client, obj, r.finalizer, cleanup)
+	done, err := finalizer.Finalize(ctx, r.client, obj, r.finalizer, cleanup, finalizer.WithReader(r.apiReader))
 	if err != nil {
 		r.metrics.deletionStep("cleanup", "error")
 		r.metrics.result(resultError)
