@@ -125,6 +125,15 @@ func TestRuntimeInvalidSpecsRecover(t *testing.T) {
 					tc.wantCondition, tc.wantReason, tc.wantMessage, obj.GetConditions())
 			})
 
+			// The server holds the condition before the manager's client has the answer to the write that
+			// set it (the counter records a request when its response arrives): wait for that record, so
+			// the quiet window starts after the write that made the object stalled or waiting.
+			harness.Eventually(t, convergeTimeout, func() (bool, string) {
+				n := len(m.Requests.Snapshot().Filter(func(r harness.Request) bool {
+					return r.IsWrite() && r.Name == key.Name && r.Subresource == "status"
+				}))
+				return n > 0, fmt.Sprintf("%d status writes of %s recorded by the manager", n, key.Name)
+			})
 			// While it waits, the operator does not loop: stalled objects get no write at all.
 			m.Requests.Reset()
 			time.Sleep(quietWindow)
