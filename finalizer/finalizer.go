@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/internal/kobj"
+	"github.com/convergo-dev/convergo/internal/wait"
 )
 
 // maxAttempts bounds how often a patch whose test operation failed is rebuilt from a fresh read.
@@ -200,12 +201,8 @@ func retryable(err error) bool {
 }
 
 func reread(ctx context.Context, r client.Reader, obj client.Object, attempt int) error {
-	t := time.NewTimer(backoff << attempt)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+	if err := wait.Sleep(ctx, backoff<<attempt); err != nil {
+		return err
 	}
 	fresh := kobj.NewLike(obj)
 	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {

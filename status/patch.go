@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/internal/kobj"
+	"github.com/convergo-dev/convergo/internal/wait"
 )
 
 // Patcher writes an object's status with a JSON merge patch of the status subresource that holds only
@@ -102,7 +103,7 @@ func (p *Patcher) Patch(ctx context.Context, obj, before client.Object) (bool, e
 		if !apierrors.IsConflict(err) || attempt >= p.maxRetries {
 			return false, fmt.Errorf("patch status of %s: %w", kobj.Describe(obj), err)
 		}
-		if err := sleep(ctx, p.backoff<<attempt); err != nil {
+		if err := wait.Sleep(ctx, p.backoff<<attempt); err != nil {
 			return false, fmt.Errorf("patch status of %s: %w", kobj.Describe(obj), err)
 		}
 		fresh := kobj.NewLike(obj)
@@ -367,18 +368,4 @@ func statusMap(obj client.Object) (map[string]any, error) {
 		return map[string]any{}, nil
 	}
 	return st, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

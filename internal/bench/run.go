@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/internal/wait"
 	"github.com/convergo-dev/convergo/testing/cluster"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -518,7 +519,7 @@ func (r *run) measure(ctx context.Context, name string, act func() error, reache
 			log.Info("waiting", "state", state, "after", since(start))
 			lastLog = time.Now()
 		}
-		if err := sleep(ctx, pollInterval); err != nil {
+		if err := wait.Sleep(ctx, pollInterval); err != nil {
 			return Phase{}, err
 		}
 	}
@@ -554,7 +555,7 @@ func (r *run) settle(ctx context.Context, from, deadline time.Time) (time.Time, 
 		if time.Now().After(deadline) {
 			return last, fmt.Errorf("manager still busy at the phase deadline (%d requests so far)", reqs)
 		}
-		if err := sleep(ctx, pollInterval); err != nil {
+		if err := wait.Sleep(ctx, pollInterval); err != nil {
 			return last, err
 		}
 		nreqs := len(r.counter.Snapshot())
@@ -684,7 +685,7 @@ func (r *run) deleteNamespace() {
 		if apierrors.IsNotFound(err) {
 			return
 		}
-		if sleep(ctx, pollInterval) != nil {
+		if wait.Sleep(ctx, pollInterval) != nil {
 			r.log.Info("namespace still being deleted", "namespace", r.ns)
 			return
 		}
@@ -701,14 +702,3 @@ func heap() runtime.MemStats {
 }
 
 func since(t time.Time) string { return time.Since(t).Round(time.Millisecond).String() }
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/internal/wait"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -98,7 +99,7 @@ func poll(ctx context.Context, check func() (bool, error)) error {
 		if done {
 			return nil
 		}
-		if err := sleep(ctx, pollInterval); err != nil {
+		if err := wait.Sleep(ctx, pollInterval); err != nil {
 			return err
 		}
 	}
