@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,28 +42,39 @@ func testMapper() meta.RESTMapper {
 }
 
 // writeCounter counts the fake client's writes.
-type writeCounter struct{ n int }
+// writeCounter counts writes; a graph applies the children of a layer concurrently, so the count is
+// guarded (read it once the walk returned).
+type writeCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (w *writeCounter) inc() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+}
 
 func (w *writeCounter) funcs() interceptor.Funcs {
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			w.n++
+			w.inc()
 			return c.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			w.n++
+			w.inc()
 			return c.Update(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			w.n++
+			w.inc()
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			w.n++
+			w.inc()
 			return c.Apply(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			w.n++
+			w.inc()
 			return c.Delete(ctx, obj, opts...)
 		},
 	}

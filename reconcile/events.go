@@ -15,10 +15,12 @@ import (
 // Event reasons of the Reconciler's events.k8s.io events, besides the condition reasons it also uses
 // for Warning events (an *InvalidSpecError's reason, ReasonInvalidGraph, ReasonReconcileError).
 //
-// Normal events are few: at most one per reconcile, and only when children changed.
+// Normal events are few: at most one per reconcile, and only when children were deleted or, with
+// WithChangeEvents, changed.
 const (
-	// EventReasonChildrenApplied (Normal): this reconcile created, updated, recreated or pruned
-	// children; the note lists them, e.g. "created ConfigMap demo/alice, Deployment demo/alice".
+	// EventReasonChildrenApplied (Normal): this reconcile recreated or pruned children (or, with
+	// WithChangeEvents, created or updated some); the note lists every child it changed, e.g.
+	// "created ConfigMap demo/alice, Deployment demo/alice; pruned Service demo/old".
 	EventReasonChildrenApplied = "ChildrenApplied"
 	// EventReasonChildrenDeleted (Normal): this pass of a deletion deleted children; the note lists
 	// them, so that successive events show the teardown order.
@@ -48,11 +50,12 @@ var noteVerbs = map[Operation]string{
 
 // recordChildren counts every child operation of a reconcile (Unchanged included) in the metrics and
 // emits one Normal ChildrenApplied event listing the children created, updated, recreated or pruned,
-// if any.
+// when some were recreated or pruned, or with WithChangeEvents when any changed.
 func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 	var (
-		entries []noteEntry
-		first   client.Object
+		entries     []noteEntry
+		first       client.Object
+		destructive = len(out.pruned) > 0
 	)
 	if out.result != nil {
 		desired := map[string]client.Object{}
@@ -74,6 +77,9 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 			if c.Operation == OperationUnchanged {
 				continue
 			}
+			if c.Operation == OperationRecreated {
+				destructive = true
+			}
 			if first == nil && child != nil {
 				first = child
 			}
@@ -88,7 +94,7 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 		}
 		entries = append(entries, noteEntry{verb: "pruned", what: kobj.DescribeKey(kind, keyOf(p))})
 	}
-	if len(entries) > 0 {
+	if len(entries) > 0 && (destructive || r.changeEvents) {
 		r.normal(owner, first, EventReasonChildrenApplied, "Apply", compactNote(entries, maxEventNote))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -303,70 +304,108 @@ func (r *GraphResult) Changed() bool {
 	return false
 }
 
-// Apply applies the children in topological order with a, owned by owner. A child is applied only
+// maxParallelApplies bounds how many children of one layer Graph.Apply and Graph.DeleteChildren
+// send at once.
+const maxParallelApplies = 8
+
+// Apply applies the children layer by layer (see Layers), owned by owner. A child is applied only
 // when every dependency is applied and ready; otherwise it is skipped (Applied=false) and listed in
-// Waiting. The first error stops the walk; it names the child, and the result so far is returned
-// with it. A child being deleted (ErrTerminating) is not an error: it is reported not applied and
-// not ready.
+// Waiting. The children of one layer do not depend on each other, so they are applied concurrently
+// (at most 8 at a time): a reconcile takes one round trip per layer, not one per child. An error
+// stops the walk after its layer; it names the child (errors of several children of the layer are
+// joined), and the result so far is returned with it. A child being deleted (ErrTerminating) is not
+// an error: it is reported not applied and not ready.
 func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*GraphResult, error) {
-	order, err := g.Order()
+	layers, err := g.Layers()
 	if err != nil {
 		return nil, err
 	}
 	res := &GraphResult{Ready: true}
 	byName := map[string]ChildResult{}
-	for _, name := range order {
-		n := g.index[name]
-		cr := ChildResult{Name: name}
-		for _, d := range n.deps {
-			dr := byName[d]
-			if !dr.Ready {
-				cr.Reason = fmt.Sprintf("waiting for %s", d)
-				res.Waiting = append(res.Waiting, fmt.Sprintf("%s waits for %s: %s", name, d, dr.Reason))
+	for _, layer := range layers {
+		results := make([]ChildResult, len(layer))
+		waiting := make([][]string, len(layer))
+		errs := make([]error, len(layer))
+		inLayer(layer, func(i int, name string) bool {
+			results[i].Name = name
+			for _, d := range g.index[name].deps {
+				if dr := byName[d]; !dr.Ready {
+					results[i].Reason = fmt.Sprintf("waiting for %s", d)
+					waiting[i] = append(waiting[i], fmt.Sprintf("%s waits for %s: %s", name, d, dr.Reason))
+				}
 			}
-		}
-		if cr.Reason == "" {
-			live, op, err := a.ApplyAndGet(ctx, owner, n.obj)
-			switch {
-			case errors.Is(err, ErrTerminating):
-				cr.Reason = "being deleted; it is created again once it is gone"
-				res.Waiting = append(res.Waiting, fmt.Sprintf("%s: %s", name, cr.Reason))
-			case err != nil:
+			return results[i].Reason == ""
+		}, func(i int, name string) {
+			results[i], waiting[i], errs[i] = g.applyChild(ctx, a, owner, g.index[name])
+		})
+		for i, cr := range results {
+			res.Waiting = append(res.Waiting, waiting[i]...)
+			if !cr.Ready {
 				res.Ready = false
-				res.Children = append(res.Children, cr)
-				return res, fmt.Errorf("child %q: %w", name, err)
-			default:
-				cr.Applied, cr.Operation, cr.Object = true, op, live
-				switch {
-				case live == nil:
-					cr.Reason = "being recreated"
-				case n.ready == nil:
-					cr.Ready = true
-				default:
-					cr.Ready, cr.Reason = n.ready(live)
-					if cr.Ready {
-						cr.Reason = ""
-					} else if cr.Reason == "" {
-						cr.Reason = "not ready"
-					}
-				}
-				if !cr.Ready {
-					res.Waiting = append(res.Waiting, fmt.Sprintf("%s: %s", name, cr.Reason))
-				}
 			}
+			res.Children = append(res.Children, cr)
+			byName[cr.Name] = cr
 		}
-		if !cr.Ready {
-			res.Ready = false
+		if err := errors.Join(errs...); err != nil {
+			return res, err
 		}
-		res.Children = append(res.Children, cr)
-		byName[name] = cr
 	}
 	return res, nil
 }
 
+// inLayer calls run concurrently (at most maxParallelApplies at a time) for each child of a layer
+// that pick selects, and returns when all calls returned. pick runs sequentially, in layer order.
+func inLayer(layer []string, pick func(i int, name string) bool, run func(i int, name string)) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxParallelApplies)
+	for i, name := range layer {
+		if !pick(i, name) {
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			run(i, name)
+		})
+	}
+	wg.Wait()
+}
+
+// applyChild applies one child whose dependencies are ready and judges its readiness; waiting holds
+// what the child waits for, if anything.
+func (g *Graph) applyChild(ctx context.Context, a *Applier, owner client.Object, n *Node) (cr ChildResult, waiting []string, err error) {
+	cr.Name = n.name
+	live, op, err := a.ApplyAndGet(ctx, owner, n.obj)
+	switch {
+	case errors.Is(err, ErrTerminating):
+		cr.Reason = "being deleted; it is created again once it is gone"
+		return cr, []string{fmt.Sprintf("%s: %s", n.name, cr.Reason)}, nil
+	case err != nil:
+		return cr, nil, fmt.Errorf("child %q: %w", n.name, err)
+	}
+	cr.Applied, cr.Operation, cr.Object = true, op, live
+	switch {
+	case live == nil:
+		cr.Reason = "being recreated"
+	case n.ready == nil:
+		cr.Ready = true
+	default:
+		cr.Ready, cr.Reason = n.ready(live)
+		if cr.Ready {
+			cr.Reason = ""
+		} else if cr.Reason == "" {
+			cr.Reason = "not ready"
+		}
+	}
+	if !cr.Ready {
+		waiting = []string{fmt.Sprintf("%s: %s", n.name, cr.Reason)}
+	}
+	return cr, waiting, nil
+}
+
 // Delete removes the children in reverse topological order, one layer at a time, and reports
-// whether all are gone. Within the current layer it deletes (background propagation, UID
-// precondition) every child that still exists and is owner's (controlled by it, or tracked with its
+// whether all are gone. Within the current layer it deletes, concurrently (background propagation,
+// UID precondition), every child that still exists and is owner's (controlled by it, or tracked with its
 // UID); it moves to the next layer only when none of them exists any more. An object with the same
 // name that is not owner's does not count, and is left alone. Progress is derived from live state
 // only, so calling Delete again, after a restart, with a new Graph and Applier, resumes where it
@@ -402,18 +441,26 @@ func (g *Graph) DeleteChildren(ctx context.Context, a *Applier, owner client.Obj
 	}
 	res := &DeleteResult{}
 	for i := len(layers) - 1; i >= 0; i-- {
-		for _, name := range layers[i] {
-			n := g.index[name]
-			live, issued, err := a.deleteIfOurs(ctx, owner, n.obj)
-			if err != nil {
-				return res, fmt.Errorf("delete child %q: %w", name, err)
+		layer := layers[i]
+		lives := make([]client.Object, len(layer))
+		issued := make([]bool, len(layer))
+		errs := make([]error, len(layer))
+		inLayer(layer, func(int, string) bool { return true }, func(j int, name string) {
+			lives[j], issued[j], errs[j] = a.deleteIfOurs(ctx, owner, g.index[name].obj)
+			if errs[j] != nil {
+				errs[j] = fmt.Errorf("delete child %q: %w", name, errs[j])
 			}
-			if issued {
-				res.Deleted = append(res.Deleted, ChildResult{Name: name, Object: live, Operation: OperationDeleted})
+		})
+		for j, name := range layer {
+			if issued[j] {
+				res.Deleted = append(res.Deleted, ChildResult{Name: name, Object: lives[j], Operation: OperationDeleted})
 			}
-			if live != nil {
-				res.Waiting = append(res.Waiting, name+": "+a.describe(live))
+			if lives[j] != nil && errs[j] == nil {
+				res.Waiting = append(res.Waiting, name+": "+a.describe(lives[j]))
 			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return res, err
 		}
 		if len(res.Waiting) > 0 {
 			logf.FromContext(ctx).V(1).Info("waiting for children to be deleted", "layer", layers[i], "waiting", res.Waiting)

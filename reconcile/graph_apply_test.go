@@ -1,15 +1,22 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/convergo-dev/convergo/ownership"
 )
@@ -104,24 +111,90 @@ func TestGraphApplyWaitsForDependencies(t *testing.T) {
 	}
 }
 
-func TestGraphApplyStopsAtFirstError(t *testing.T) {
+func TestGraphApplyStopsAfterTheFailedLayer(t *testing.T) {
 	other := owner("other")
 	taken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
 	if err := ownership.SetController(other, taken, testScheme(t)); err != nil {
 		t.Fatal(err)
 	}
 	c := newFake(t, nil, taken)
-	g := graphOf("a", "b", "c")
+	// a and b form the first layer, c depends on b and is the second.
+	g := graphOf("a", "b", "c:b")
 	res, err := g.Apply(t.Context(), NewApplier(c, nil), owner("app"))
 	var owned *ownership.AlreadyOwnedError
 	if !errors.As(err, &owned) || !strings.Contains(err.Error(), `child "b"`) {
 		t.Fatalf("Apply error = %v, want AlreadyOwnedError naming child b", err)
 	}
-	if len(res.Children) != 2 || res.Children[0].Operation != OperationCreated || res.Children[1].Applied {
-		t.Errorf("partial result = %+v, want a created and b failed", res.Children)
+	type summary struct {
+		Name    string
+		Op      Operation
+		Applied bool
+	}
+	var got []summary
+	for _, cr := range res.Children {
+		got = append(got, summary{cr.Name, cr.Operation, cr.Applied})
+	}
+	want := []summary{{"a", OperationCreated, true}, {"b", "", false}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("partial result (-want +got):\n%s", diff)
 	}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "c"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
-		t.Errorf("child after the failure was applied (get: %v)", err)
+		t.Errorf("child of the layer after the failure was applied (get: %v)", err)
+	}
+}
+
+// TestGraphApplyLayerConcurrently holds every write until all children of the first layer have sent
+// theirs: a walk that applied them one at a time would never get past the first, and the held write
+// fails.
+func TestGraphApplyLayerConcurrently(t *testing.T) {
+	const layer = 3
+	var (
+		mu      sync.Mutex
+		arrived int
+		all     = make(chan struct{})
+	)
+	hold := func(ctx context.Context) error {
+		mu.Lock()
+		arrived++
+		if arrived == layer {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+			return nil
+		case <-time.After(30 * time.Second):
+			return errors.New("the other children of the layer were not applied meanwhile")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(testMapper()).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				if err := hold(ctx); err != nil {
+					return err
+				}
+				return c.Apply(ctx, obj, opts...)
+			},
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := hold(ctx); err != nil {
+					return err
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		}).Build()
+	res, err := graphOf("a", "b", "c", "d:a,b,c").Apply(t.Context(), NewApplier(c, nil), owner("app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cr := range res.Children {
+		got = append(got, fmt.Sprintf("%s %s", cr.Name, cr.Operation))
+	}
+	want := []string{"a Created", "b Created", "c Created", "d Created"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("children in topological order (-want +got):\n%s", diff)
 	}
 }
 

@@ -112,6 +112,7 @@ type reconcilerConfig struct {
 	applierOpts   []Option
 	maxConcurrent int
 	recorder      events.EventRecorder
+	changeEvents  bool
 	pollInterval  time.Duration
 	watches       []extraWatch
 }
@@ -188,6 +189,14 @@ func WithEventRecorder(rec events.EventRecorder) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.recorder = rec }
 }
 
+// WithChangeEvents makes the Reconciler emit its Normal ChildrenApplied event for every reconcile
+// that created or updated children, not only for those that recreated or pruned some (the default).
+// Each event is one more API request, so a new object then costs one or two requests more; turn it
+// on where a change history in `kubectl describe` is worth that.
+func WithChangeEvents() ReconcilerOption {
+	return func(c *reconcilerConfig) { c.changeEvents = true }
+}
+
 // WithPollInterval sets how long a deletion waits before looking again when it waits for something
 // that may not produce a watch event (children of unwatched types, the cleanup hook). Default 10s.
 func WithPollInterval(d time.Duration) ReconcilerOption {
@@ -213,7 +222,9 @@ func WithPollInterval(d time.Duration) ReconcilerOption {
 // NewReconciler and register it with SetupWithManager.
 //
 // Events (events.k8s.io, about T) are few, since each costs a request: at most one Normal event per
-// reconcile, EventReasonChildrenApplied, when children were created, updated, recreated or pruned;
+// reconcile, EventReasonChildrenApplied, when children were recreated or pruned (with
+// WithChangeEvents also when they were only created or updated; conditions, logs and the metric
+// already tell those routine changes);
 // during deletion one Normal EventReasonChildrenDeleted per pass that deleted children (so the
 // events show the teardown order); Warning events when an invalid spec or a reconcile error first
 // shows in the conditions (with the condition's reason) and when a deletion step fails
@@ -231,15 +242,17 @@ type Reconciler[T Object] struct {
 	patcher   *status.Patcher
 	apiReader client.Reader
 	recorder  events.EventRecorder
-	finalizer string
-	cleanup   func(context.Context, T) (bool, error)
-	statusFn  func(context.Context, T, *GraphResult) error
-	owns      []client.Object
-	watches   []extraWatch
-	poll      time.Duration
-	maxConc   int
-	metrics   *reconcilerMetrics
-	initErr   error
+	// changeEvents: emit ChildrenApplied for created and updated children too (WithChangeEvents).
+	changeEvents bool
+	finalizer    string
+	cleanup      func(context.Context, T) (bool, error)
+	statusFn     func(context.Context, T, *GraphResult) error
+	owns         []client.Object
+	watches      []extraWatch
+	poll         time.Duration
+	maxConc      int
+	metrics      *reconcilerMetrics
+	initErr      error
 
 	mu         sync.Mutex
 	controller controller.Controller
@@ -323,6 +336,7 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	r.apiReader = mgr.GetAPIReader()
 	r.patcher = status.NewPatcher(writer, status.WithReader(r.apiReader))
 	r.recorder = cfg.recorder
+	r.changeEvents = cfg.changeEvents
 	if r.recorder == nil {
 		r.recorder = mgr.GetEventRecorder(r.name)
 	}

@@ -64,6 +64,7 @@ func ExampleNewReconciler() {
 	// In an operator: r := reconcile.NewReconciler(mgr, children, ...); r.SetupWithManager(mgr).
 	r := reconcile.NewReconciler(exampleManager{client: c}, children,
 		reconcile.WithOwns(&corev1.ConfigMap{}),
+		reconcile.WithChangeEvents(), // also an event for the creation
 		reconcile.WithEventRecorder(rec))
 
 	show := func(step string) {

@@ -230,6 +230,68 @@ func TestRecordChildren(t *testing.T) {
 	}
 }
 
+// TestChildrenAppliedPolicy: by default only a reconcile that recreated or pruned children emits
+// ChildrenApplied; WithChangeEvents adds the ones that only created or updated children.
+func TestChildrenAppliedPolicy(t *testing.T) {
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}
+	live := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+	}
+	applied := func(ops ...Operation) []ChildResult {
+		var out []ChildResult
+		for i, op := range ops {
+			name := fmt.Sprintf("c%d", i)
+			out = append(out, ChildResult{Name: name, Object: live(name), Operation: op, Applied: true})
+		}
+		return out
+	}
+	cases := map[string]struct {
+		opts     []ReconcilerOption
+		children []ChildResult
+		pruned   []client.Object
+		want     []string
+	}{
+		"created, by default": {
+			children: applied(OperationCreated, OperationCreated),
+		},
+		"updated, by default": {
+			children: applied(OperationUpdated, OperationUnchanged),
+		},
+		"created, with change events": {
+			opts:     []ReconcilerOption{WithChangeEvents()},
+			children: applied(OperationCreated, OperationCreated),
+			want:     []string{"Normal ChildrenApplied created ConfigMap ns/c0, ConfigMap ns/c1"},
+		},
+		"updated, with change events": {
+			opts:     []ReconcilerOption{WithChangeEvents()},
+			children: applied(OperationUnchanged, OperationUpdated),
+			want:     []string{"Normal ChildrenApplied updated ConfigMap ns/c1"},
+		},
+		"recreated, by default": {
+			children: applied(OperationCreated, OperationRecreated),
+			want:     []string{"Normal ChildrenApplied created ConfigMap ns/c0; recreated ConfigMap ns/c1"},
+		},
+		"pruned, by default": {
+			children: applied(OperationUnchanged),
+			pruned:   []client.Object{live("old")},
+			want:     []string{"Normal ChildrenApplied pruned ConfigMap ns/old"},
+		},
+		"unchanged, with change events": {
+			opts:     []ReconcilerOption{WithChangeEvents()},
+			children: applied(OperationUnchanged),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, rec := rtReconciler(t, append([]ReconcilerOption{WithName("children-applied-policy-test")}, tc.opts...)...)
+			r.recordChildren(owner, outcome{result: &GraphResult{Children: tc.children}, pruned: tc.pruned})
+			if diff := cmp.Diff(tc.want, drain(rec)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestRecordDeleted(t *testing.T) {
 	r, rec := rtReconciler(t, WithName("record-deleted-test"))
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}

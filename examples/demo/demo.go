@@ -337,12 +337,19 @@ func (d *demo) deleteInOrder(ctx context.Context) error {
 			return fmt.Errorf("delete %s: %w", obj.GetName(), err)
 		}
 	}
-	want := map[string][]string{
-		welcome.Name:   {"Service/alice", "Deployment/alice", "ConfigMap/alice"},
-		memcached.Name: {"Service/sessions", "Deployment/sessions"},
+	// Layers of each operator's teardown, in order; within a layer the order is free.
+	want := map[string][][]string{
+		welcome.Name:   {{"Deployment/alice"}, {"ConfigMap/alice", "Service/alice"}},
+		memcached.Name: {{"Service/sessions"}, {"Deployment/sessions"}},
+	}
+	total := 0
+	for _, layers := range want {
+		for _, l := range layers {
+			total += len(l)
+		}
 	}
 	var seen []deletion
-	for len(seen) < len(want[welcome.Name])+len(want[memcached.Name]) {
+	for len(seen) < total {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the children to be deleted (seen: %v): %w", seen, context.Cause(ctx))
@@ -353,17 +360,18 @@ func (d *demo) deleteInOrder(ctx context.Context) error {
 	}
 	// Deletions of different operators interleave; within one operator they must follow the graph.
 	slices.SortStableFunc(seen, func(a, b deletion) int { return compareRevisions(a.revision, b.revision) })
-	for operator, order := range want {
+	for _, operator := range []string{welcome.Name, memcached.Name} {
 		var got []string
 		for _, del := range seen {
 			if del.operator == operator {
 				got = append(got, del.name)
 			}
 		}
-		if !slices.Equal(got, order) {
-			return fmt.Errorf("%s deleted its children in the order %v, want %v", operator, got, order)
+		order, err := inLayers(got, want[operator])
+		if err != nil {
+			return fmt.Errorf("%s deleted its children in the order %v: %w", operator, got, err)
 		}
-		fmt.Fprintf(d.out, "  %s: %s, in order.\n", operator, strings.Join(got, " -> "))
+		fmt.Fprintf(d.out, "  %s: %s, in order.\n", operator, order)
 	}
 	return d.watchTable(ctx, func(objs []object) bool { return len(objs) == 0 })
 }
@@ -573,4 +581,26 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// inLayers checks that got (names in deletion order) deletes the layers one after the other, each in
+// any order, and renders the order as "A -> B + C".
+func inLayers(got []string, layers [][]string) (string, error) {
+	var parts []string
+	rest := got
+	for i, layer := range layers {
+		if len(rest) < len(layer) {
+			return "", fmt.Errorf("layer %d %v: only %v deleted", i+1, layer, rest)
+		}
+		chunk := slices.Sorted(slices.Values(rest[:len(layer)]))
+		if want := slices.Sorted(slices.Values(layer)); !slices.Equal(chunk, want) {
+			return "", fmt.Errorf("want %v deleted before the rest, got %v first", want, chunk)
+		}
+		parts = append(parts, strings.Join(chunk, " + "))
+		rest = rest[len(layer):]
+	}
+	if len(rest) > 0 {
+		return "", fmt.Errorf("unexpected deletions %v", rest)
+	}
+	return strings.Join(parts, " -> "), nil
 }

@@ -13,7 +13,8 @@
 //     creates with a random password it never prints;
 //  2. prints a live status table (kind, name, ready replicas, conditions) until everything is Ready;
 //  3. scales both up and waits for Ready again;
-//  4. deletes both and shows the children disappear in order: Service, Deployment, ConfigMap.
+//  4. deletes both and shows the children disappear in reverse dependency order: the Welcome's
+//     Deployment, then its page and Service; the Memcached's Service, then its Deployment.
 //
 // It exits 0 when every step went as expected. With --keep it applies the samples again, prints the
 // kubeconfig path and runs until interrupted. Operator logs go to demo-run/operators.log and the

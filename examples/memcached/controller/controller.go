@@ -38,6 +38,9 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		reconcile.WithFinalizer(Finalizer),
 		reconcile.WithStatus(s.status),
 		reconcile.WithOwns(&appsv1.Deployment{}, &corev1.Service{}),
+		// A scaling history in `kubectl describe memcached`: an event for every reconcile that
+		// changed a child (by default only removals get one).
+		reconcile.WithChangeEvents(),
 	)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up memcached controller: %w", err)

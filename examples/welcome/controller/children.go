@@ -98,9 +98,13 @@ func Children(w *v1alpha1.Welcome, password *metav1.PartialObjectMetadata) (*rec
 	service := builders.Service(w.Name, w.Namespace, labels, serviceOpts...)
 
 	g := reconcile.NewGraph()
+	// The pods mount the page, so the Deployment waits for it. The Service needs nothing (it routes
+	// only to ready pods anyway), so it is applied with the page, in the same round trip, and a port
+	// change reaches it without waiting for the rollout. Deletion runs the other way: the Deployment
+	// first, then the page and the Service.
 	g.Add("page", configMap)
 	g.Add("deployment", deployment).DependsOn("page").ReadyWhen(builders.DeploymentAvailable)
-	g.Add("service", service).DependsOn("deployment").ReadyWhen(builders.ServiceReady)
+	g.Add("service", service).ReadyWhen(builders.ServiceReady)
 	return g, nil
 }
 

@@ -113,13 +113,13 @@ func conditionsAre(want map[string]string) func(*v1alpha1.Welcome) bool {
 
 var (
 	ready          = map[string]string{status.Ready: "True/Reconciled", status.Reconciling: "absent", status.Stalled: "absent"}
-	waitingDeps    = map[string]string{status.Ready: "False/WaitingForDependencies", status.Reconciling: "True/WaitingForDependencies", status.Stalled: "absent"}
+	progressing    = map[string]string{status.Ready: "False/Progressing", status.Reconciling: "True/Progressing", status.Stalled: "absent"}
 	secretNotFound = map[string]string{status.Ready: "False/SecretNotFound", status.Stalled: "True/SecretNotFound", status.Reconciling: "absent"}
 )
 
-// TestLifecycle follows one Welcome from creation to deletion: the page, the Deployment and the
-// Service in order, a page change that rolls the pods, scaling, NodePort, a port change, and teardown
-// in reverse order.
+// TestLifecycle follows one Welcome from creation to deletion: the page and the Service, then the
+// Deployment, a page change that rolls the pods, scaling, NodePort, a port change that reaches the
+// Service during the rollout, and teardown in reverse order.
 func TestLifecycle(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
@@ -135,7 +135,7 @@ func TestLifecycle(t *testing.T) {
 	})
 	key := client.ObjectKeyFromObject(w)
 
-	// The page comes first, then the Deployment; the Service waits for the Deployment.
+	// The page and the Service come first, then the Deployment; the Welcome waits for the Deployment.
 	var page corev1.ConfigMap
 	harness.WaitForObject(t, env.Client, key, &page, timeout, nil)
 	wantPage := "<dl class=\"profile\">\n<dt>E-mail</dt><dd><a href=\"mailto:alice@example.com\">alice@example.com</a></dd>\n<dt>Groups</dt><dd>admins, dev</dd>\n<dt>User ID</dt><dd>1000</dd>\n</dl>\n"
@@ -144,10 +144,12 @@ func TestLifecycle(t *testing.T) {
 	}
 	var deploy appsv1.Deployment
 	harness.WaitForObject(t, env.Client, key, &deploy, timeout, nil)
-	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(waitingDeps))
-	if err := env.Client.Get(t.Context(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("service exists before the deployment is available (get: %v)", err)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(progressing))
+	var svc corev1.Service
+	if err := env.Client.Get(t.Context(), key, &svc); err != nil {
+		t.Fatalf("service before the deployment is available: %v", err)
 	}
+	checkService(t, &svc, w, corev1.ServiceTypeClusterIP, 8088)
 	checkDeployment(t, &deploy, 2, 8088, "Alice <admin>", &secret.ObjectMeta)
 	if got := ptr.Deref(deploy.Spec.Template.Spec.SecurityContext.RunAsUser, 0); got != 1000 {
 		t.Errorf("pods run as user %d, want spec.userID 1000", got)
@@ -157,11 +159,8 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("pod template has no %s annotation", builders.ConfigHashAnnotation)
 	}
 
-	// Once the Deployment is available, the Service is created and the Welcome is Ready.
+	// Once the Deployment is available, the Welcome is Ready.
 	optest.MarkDeploymentAvailable(t, env.Client, key)
-	var svc corev1.Service
-	harness.WaitForObject(t, env.Client, key, &svc, timeout, nil)
-	checkService(t, &svc, w, corev1.ServiceTypeClusterIP, 8088)
 	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
 	wantStatus := v1alpha1.WelcomeStatus{ReadyReplicas: 2, ServiceURL: "http://alice." + ns + ".svc:8088/hello/"}
 	if diff := cmp.Diff(wantStatus, w.Status, ignoreConditions()); diff != "" {
@@ -194,9 +193,11 @@ func TestLifecycle(t *testing.T) {
 		return d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort == 9090
 	})
 	checkDeployment(t, &deploy, 3, 9090, "Alice <admin>", &secret.ObjectMeta)
-	optest.MarkDeploymentAvailable(t, env.Client, key)
+	// The Service does not wait for the rollout.
 	harness.WaitForObject(t, env.Client, key, &svc, timeout, func(s *corev1.Service) bool { return s.Spec.Type == corev1.ServiceTypeNodePort })
 	checkService(t, &svc, w, corev1.ServiceTypeNodePort, 9090)
+	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(progressing))
+	optest.MarkDeploymentAvailable(t, env.Client, key)
 	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
 	wantStatus = v1alpha1.WelcomeStatus{
 		ReadyReplicas: 3, ServiceURL: "http://alice." + ns + ".svc:9090/hello/",
@@ -206,27 +207,22 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 
-	// Deletion in reverse order. Another controller's finalizer holds the Service and then the
-	// Deployment, so each step can be seen.
+	// Deletion in reverse order. Another controller's finalizer holds the Deployment, so the step can
+	// be seen: the page and the Service wait until it is gone.
 	const hold = "test.convergo.dev/hold"
-	patchFinalizers(t, env.Client, &svc, []string{hold})
 	patchFinalizers(t, env.Client, &deploy, []string{hold})
 	if err := env.Client.Delete(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
-	harness.WaitForObject(t, env.Client, key, &svc, timeout, func(s *corev1.Service) bool { return s.DeletionTimestamp != nil })
+	harness.WaitForObject(t, env.Client, key, &deploy, timeout, func(d *appsv1.Deployment) bool { return d.DeletionTimestamp != nil })
 	harness.WaitForObject(t, env.Client, key, w, timeout, func(w *v1alpha1.Welcome) bool {
 		return condition(w, status.Reconciling) == "True/Deleting"
 	})
-	requireNotDeleting(t, env.Client, key, &appsv1.Deployment{}, &corev1.ConfigMap{})
-
-	patchFinalizers(t, env.Client, &svc, nil)
-	harness.WaitForDeletion(t, env.Client, &svc, timeout)
-	harness.WaitForObject(t, env.Client, key, &deploy, timeout, func(d *appsv1.Deployment) bool { return d.DeletionTimestamp != nil })
-	requireNotDeleting(t, env.Client, key, &corev1.ConfigMap{})
+	requireNotDeleting(t, env.Client, key, &corev1.Service{}, &corev1.ConfigMap{})
 
 	patchFinalizers(t, env.Client, &deploy, nil)
 	harness.WaitForDeletion(t, env.Client, &deploy, timeout)
+	harness.WaitForDeletion(t, env.Client, &svc, timeout)
 	harness.WaitForDeletion(t, env.Client, &page, timeout)
 	harness.WaitForDeletion(t, env.Client, w, timeout)
 	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(secret), &corev1.Secret{}); err != nil {
@@ -401,14 +397,14 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 	harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
 	optest.MarkDeploymentAvailable(t, env.Client, key)
 	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
-	event := optest.WaitForEvent(t, env.Client, ns, "erin", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
-	if event.ReportingController != controller.Name {
-		t.Errorf("event reported by %q, want %q", event.ReportingController, controller.Name)
-	}
 	if err := env.Client.Delete(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
 	harness.WaitForDeletion(t, env.Client, w, timeout)
+	event := optest.WaitForEvent(t, env.Client, ns, "erin", corev1.EventTypeNormal, reconcile.EventReasonChildrenDeleted)
+	if event.ReportingController != controller.Name {
+		t.Errorf("event reported by %q, want %q", event.ReportingController, controller.Name)
+	}
 	for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
 		if err := env.Client.Get(t.Context(), key, obj); !apierrors.IsNotFound(err) {
 			t.Errorf("%T still exists after the welcome was deleted (get: %v)", obj, err)

@@ -28,11 +28,13 @@ func ExampleChildren() {
 	if err != nil {
 		panic(err)
 	}
-	order, err := g.Order()
+	layers, err := g.Layers()
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("apply order:", strings.Join(order, ", "))
+	for i, l := range layers {
+		fmt.Printf("layer %d: %s\n", i, strings.Join(l, ", "))
+	}
 	for _, n := range g.Nodes() {
 		if d, ok := n.Object().(*appsv1.Deployment); ok {
 			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
@@ -45,7 +47,8 @@ func ExampleChildren() {
 		}
 	}
 	// Output:
-	// apply order: page, deployment, service
+	// layer 0: page, service
+	// layer 1: deployment
 	// NAME=Alice
 	// PORT=8088
 	// PAGE_FILE=/etc/welcome/page.html
