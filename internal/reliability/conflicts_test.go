@@ -28,7 +28,7 @@ func TestConflicts(t *testing.T) {
 		t.Run(op.Name, func(t *testing.T) {
 			env := harness.Default()
 			ns := env.Namespace(t)
-			inj := fakes.NewInjector(fakes.InjectRate(conflictRate), fakes.InjectSeed(20261122), fakes.InjectDeletes())
+			inj := fakes.NewInjector(fakes.WithInjectRate(conflictRate), fakes.WithInjectSeed(20261122), fakes.WithInjectDeletes())
 			reliability.StartManager(t, env.Config, env.Scheme, op.Setup,
 				reliability.WithName(op.Name), reliability.WithNamespace(ns), reliability.WithConfig(inj.Wrap))
 			reliability.DeleteAtCleanup(t, env.Client, op, ns)

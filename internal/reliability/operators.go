@@ -39,8 +39,8 @@ type Operator struct {
 	Change func(obj client.Object, i int)
 	// NewList returns an empty list of the operator's objects.
 	NewList func() client.ObjectList
-	// Children are the kinds a converged object owns, in the order deletion must remove them (first
-	// deleted first), with one child of each kind.
+	// Children are the kinds a converged object owns, one child of each kind, in the order deletion
+	// must remove them (by Layer, first deleted first).
 	Children []ChildKind
 }
 
@@ -48,6 +48,9 @@ type Operator struct {
 type ChildKind struct {
 	// Kind is the child's kind, e.g. "Deployment".
 	Kind string
+	// Layer is the child's step in the teardown: the children of layer 0 are deleted first, those of
+	// layer 1 only once they are gone, and so on; within a layer the order is free.
+	Layer int
 	// NewList returns an empty typed list of the kind.
 	NewList func() client.ObjectList
 }
@@ -72,13 +75,13 @@ var Memcached = &Operator{
 	},
 	NewList: func() client.ObjectList { return &memcachedv1.MemcachedList{} },
 	Children: []ChildKind{
-		{Kind: "Service", NewList: func() client.ObjectList { return &corev1.ServiceList{} }},
-		{Kind: "Deployment", NewList: func() client.ObjectList { return &appsv1.DeploymentList{} }},
+		{Kind: "Service", Layer: 0, NewList: func() client.ObjectList { return &corev1.ServiceList{} }},
+		{Kind: "Deployment", Layer: 1, NewList: func() client.ObjectList { return &appsv1.DeploymentList{} }},
 	},
 }
 
-// Welcome is the welcome example operator: the page ConfigMap, the Deployment serving it, then the
-// Service.
+// Welcome is the welcome example operator: the page ConfigMap and the Service, then the Deployment
+// serving the page; deletion removes the Deployment, then the page and the Service.
 var Welcome = &Operator{
 	Name:       "welcome",
 	Kind:       "Welcome",
@@ -103,9 +106,9 @@ var Welcome = &Operator{
 	},
 	NewList: func() client.ObjectList { return &welcomev1.WelcomeList{} },
 	Children: []ChildKind{
-		{Kind: "Service", NewList: func() client.ObjectList { return &corev1.ServiceList{} }},
-		{Kind: "Deployment", NewList: func() client.ObjectList { return &appsv1.DeploymentList{} }},
-		{Kind: "ConfigMap", NewList: func() client.ObjectList { return &corev1.ConfigMapList{} }},
+		{Kind: "Deployment", Layer: 0, NewList: func() client.ObjectList { return &appsv1.DeploymentList{} }},
+		{Kind: "Service", Layer: 1, NewList: func() client.ObjectList { return &corev1.ServiceList{} }},
+		{Kind: "ConfigMap", Layer: 1, NewList: func() client.ObjectList { return &corev1.ConfigMapList{} }},
 	},
 }
 

@@ -26,11 +26,12 @@ const holdFinalizer = "reliability.convergo.dev/hold"
 const restartWindow = 5 * time.Second
 
 // TestManagerKilledMidDeletion deletes N objects of each operator and kills the manager (its
-// connections cut at once, no graceful shutdown) when every deletion is half done: the Service (first
-// layer) is gone and the Deployment (second layer) is terminating, held by a finalizer of the test,
-// while Welcome's ConfigMap (third layer) is still there. A new manager then resumes: nothing of a
-// later layer is deleted before the held Deployments are gone, and once they are released every
-// object is gone, in order, with no orphan and no leaked finalizer.
+// connections cut at once, no graceful shutdown) when every deletion is half done: the Deployments
+// are terminating, held by a finalizer of the test, every child of an earlier layer is gone (the
+// Memcached's Service) and every child of a later layer is still there (the Welcome's ConfigMap and
+// Service). A new manager then resumes: nothing of a later layer is deleted before the held
+// Deployments are gone, and once they are released every object is gone, in order, with no orphan
+// and no leaked finalizer.
 func TestManagerKilledMidDeletion(t *testing.T) {
 	env := harness.Default()
 	subjects := startSubjects(t, env)
@@ -72,8 +73,8 @@ func TestManagerKilledMidDeletion(t *testing.T) {
 	}
 }
 
-// midDeletion reports whether every object of s is half deleted: deletion started, Services gone,
-// Deployments terminating, the rest of the children still there.
+// midDeletion reports whether every object of s is half deleted: deletion started, the children of
+// the layers before the Deployments' gone, the Deployments terminating, the later layers untouched.
 func midDeletion(t *testing.T, env *harness.Env, s *subject) (bool, string) {
 	t.Helper()
 	var problems []string
@@ -85,6 +86,12 @@ func midDeletion(t *testing.T, env *harness.Env, s *subject) (bool, string) {
 		}
 		if obj.GetDeletionTimestamp() == nil {
 			problems = append(problems, name+": deletion not started")
+		}
+	}
+	held := -1 // the layer of the held Deployments
+	for _, kind := range s.op.Children {
+		if kind.Kind == "Deployment" {
+			held = kind.Layer
 		}
 	}
 	for _, kind := range s.op.Children {
@@ -102,12 +109,12 @@ func midDeletion(t *testing.T, env *harness.Env, s *subject) (bool, string) {
 				terminating++
 			}
 		})
-		switch kind.Kind {
-		case "Service":
+		switch {
+		case kind.Layer < held:
 			if n != 0 {
-				problems = append(problems, fmt.Sprintf("%d Services left", n))
+				problems = append(problems, fmt.Sprintf("%d %ss left", n, kind.Kind))
 			}
-		case "Deployment":
+		case kind.Kind == "Deployment":
 			if terminating != len(s.names) {
 				problems = append(problems, fmt.Sprintf("%d of %d Deployments terminating", terminating, len(s.names)))
 			}
