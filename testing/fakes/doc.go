@@ -13,7 +13,7 @@
 // rest.Config so that a seeded fraction of write requests is answered with 409 Conflict without being
 // sent, while reads and watches pass.
 //
-//	inj := fakes.NewInjector(fakes.InjectRate(0.3), fakes.InjectSeed(1))
+//	inj := fakes.NewInjector(fakes.WithInjectRate(0.3), fakes.WithInjectSeed(1))
 //	env.StartManager(t, setup, harness.WithManagerConfig(inj.Wrap(env.Config)))
 //	// ... the controller still converges; inj.Stats().Conflicts shows how often it had to retry.
 package fakes

@@ -51,7 +51,7 @@ func ExampleInjectFaults() {
 	}))
 	defer srv.Close()
 
-	cfg := fakes.InjectFaults(&rest.Config{Host: srv.URL}, fakes.InjectRate(1))
+	cfg := fakes.InjectFaults(&rest.Config{Host: srv.URL}, fakes.WithInjectRate(1))
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		panic(err)

@@ -29,31 +29,31 @@ type injectConfig struct {
 	match     func(WriteRequest) bool
 }
 
-// InjectRate sets the fraction (0..1) of eligible write requests answered with a Conflict (default 0.5).
-func InjectRate(rate float64) InjectOption {
+// WithInjectRate sets the fraction (0..1) of eligible write requests answered with a Conflict (default 0.5).
+func WithInjectRate(rate float64) InjectOption {
 	return func(c *injectConfig) { c.rate = rate }
 }
 
-// InjectSeed seeds the random choice of requests, so that a test is repeatable (default 1).
-func InjectSeed(seed uint64) InjectOption {
+// WithInjectSeed seeds the random choice of requests, so that a test is repeatable (default 1).
+func WithInjectSeed(seed uint64) InjectOption {
 	return func(c *injectConfig) { c.seed = seed }
 }
 
-// InjectDeletes makes delete and deletecollection requests eligible too (default: create, update and
+// WithInjectDeletes makes delete and deletecollection requests eligible too (default: create, update and
 // patch only).
-func InjectDeletes() InjectOption {
+func WithInjectDeletes() InjectOption {
 	return func(c *injectConfig) { c.deletes = true }
 }
 
-// InjectResources limits injection to the given resources: "configmaps" is the resource itself,
+// WithInjectResources limits injection to the given resources: "configmaps" is the resource itself,
 // "widgets/status" its status subresource only, "widgets/*" the resource and all its subresources.
 // Default: every resource.
-func InjectResources(resources ...string) InjectOption {
+func WithInjectResources(resources ...string) InjectOption {
 	return func(c *injectConfig) { c.resources = append(c.resources, resources...) }
 }
 
-// InjectWhen limits injection to the write requests for which match returns true.
-func InjectWhen(match func(WriteRequest) bool) InjectOption {
+// WithInjectWhen limits injection to the write requests for which match returns true.
+func WithInjectWhen(match func(WriteRequest) bool) InjectOption {
 	return func(c *injectConfig) { c.match = match }
 }
 

@@ -29,7 +29,7 @@ func TestInjectorConflictsWritesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	inj := fakes.NewInjector(fakes.InjectRate(1))
+	inj := fakes.NewInjector(fakes.WithInjectRate(1))
 	c := newInjectedClient(t, inj)
 
 	// Reads pass.
@@ -87,7 +87,7 @@ func TestInjectorDeletesAndResources(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	inj := fakes.NewInjector(fakes.InjectRate(1), fakes.InjectDeletes(), fakes.InjectResources("configmaps"))
+	inj := fakes.NewInjector(fakes.WithInjectRate(1), fakes.WithInjectDeletes(), fakes.WithInjectResources("configmaps"))
 	c := newInjectedClient(t, inj)
 	if err := c.Delete(ctx, cm.DeepCopy()); !apierrors.IsConflict(err) {
 		t.Errorf("delete configmap: %v, want a conflict", err)
@@ -109,7 +109,7 @@ func TestInjectorSeededFraction(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := t.Context()
 	run := func() []bool {
-		inj := fakes.NewInjector(fakes.InjectRate(0.3), fakes.InjectSeed(42))
+		inj := fakes.NewInjector(fakes.WithInjectRate(0.3), fakes.WithInjectSeed(42))
 		c := newInjectedClient(t, inj)
 		var out []bool
 		for i := range 30 {
