@@ -31,11 +31,7 @@ const Timeout = 60 * time.Second
 // every replica of the current template is available. A bare API server runs neither.
 func MarkDeploymentAvailable(t testing.TB, c client.Client, key client.ObjectKey) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var d appsv1.Deployment
-		if err := c.Get(context.WithoutCancel(t.Context()), key, &d); err != nil {
-			return err
-		}
+	updateDeploymentStatus(t, c, key, "available", func(d *appsv1.Deployment) {
 		n := ptr.Deref(d.Spec.Replicas, 1)
 		d.Status = appsv1.DeploymentStatus{
 			ObservedGeneration: d.Generation,
@@ -52,10 +48,37 @@ func MarkDeploymentAvailable(t testing.TB, c client.Client, key client.ObjectKey
 				LastTransitionTime: metav1.Now(),
 			}},
 		}
-		return c.Status().Update(context.WithoutCancel(t.Context()), &d)
+	})
+}
+
+// MarkDeploymentProgressing adds the condition the Deployment controller reports once a rollout is
+// complete (Progressing=True, reason NewReplicaSetAvailable): a status change that is no news to the
+// operator.
+func MarkDeploymentProgressing(t testing.TB, c client.Client, key client.ObjectKey) {
+	t.Helper()
+	updateDeploymentStatus(t, c, key, "progressing", func(d *appsv1.Deployment) {
+		d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{
+			Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
+			LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		})
+	})
+}
+
+// updateDeploymentStatus applies change to the Deployment named key and writes its status, again from a
+// fresh read on conflicts; state says what the change marks it, for the failure message.
+func updateDeploymentStatus(t testing.TB, c client.Client, key client.ObjectKey, state string, change func(*appsv1.Deployment)) {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, key, &d); err != nil {
+			return err
+		}
+		change(&d)
+		return c.Status().Update(ctx, &d)
 	})
 	if err != nil {
-		t.Fatalf("mark deployment %s available: %v", key, err)
+		t.Fatalf("mark deployment %s %s: %v", key, state, err)
 	}
 }
 
@@ -90,6 +113,25 @@ func WaitForReconciles(t testing.TB, controller string, n int) {
 		got := ReconcileCount(t, controller)
 		return got >= n, fmt.Sprintf("%s finished %d reconciles, want %d", controller, got, n)
 	})
+}
+
+// ExpectNoWrites runs each trigger in a subtest and checks that the named controller, whose requests
+// counter counts, reconciles after it without a single write in namespace ns: the operator must leave
+// a converged object alone whatever woke it up.
+func ExpectNoWrites(t *testing.T, counter *harness.RequestCounter, ns, controller string, triggers map[string]func(t *testing.T)) {
+	t.Helper()
+	for name, trigger := range triggers {
+		t.Run(name, func(t *testing.T) {
+			counter.Reset()
+			before := ReconcileCount(t, controller)
+			trigger(t)
+			WaitForReconciles(t, controller, before+1)
+			reqs := counter.Snapshot().InNamespace(ns)
+			if n := reqs.Writes(); n != 0 {
+				t.Errorf("%s sent %d writes after reconciling a converged object, want 0:\n%s\n%v", controller, n, reqs, reqs.Filter(harness.Request.IsWrite))
+			}
+		})
+	}
 }
 
 // Events returns the events.k8s.io events in namespace ns about the object named name.

@@ -1,8 +1,6 @@
 package controller_test
 
 import (
-	"context"
-	"encoding/json"
 	"slices"
 	"testing"
 
@@ -30,68 +28,12 @@ const timeout = optest.Timeout
 // released it (cleanups run in reverse order, so the operator started before is still running).
 func newMemcached(t *testing.T, env *harness.Env, ns, name string, spec v1alpha1.MemcachedSpec) *v1alpha1.Memcached {
 	t.Helper()
-	mc := &v1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
-	if err := env.Client.Create(t.Context(), mc); err != nil {
-		t.Fatalf("create memcached: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err := env.Client.Delete(ctx, mc); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete memcached: %v", err)
-		}
-		harness.WaitForDeletion(t, env.Client, mc, timeout)
-	})
-	return mc
-}
-
-// update changes the Memcached's spec with a retry on conflicts.
-func update(t *testing.T, c client.Client, mc *v1alpha1.Memcached, change func(*v1alpha1.MemcachedSpec)) {
-	t.Helper()
-	for range 5 {
-		var live v1alpha1.Memcached
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(mc), &live); err != nil {
-			t.Fatal(err)
-		}
-		change(&live.Spec)
-		err := c.Update(t.Context(), &live)
-		if err == nil {
-			*mc = live
-			return
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatalf("update memcached: %v", err)
-		}
-	}
-	t.Fatal("update memcached: too many conflicts")
-}
-
-// condition returns "Status/Reason" of the condition, or "absent".
-func condition(mc *v1alpha1.Memcached, condType string) string {
-	c := status.Get(mc, condType)
-	if c == nil {
-		return "absent"
-	}
-	return string(c.Status) + "/" + c.Reason
+	return optest.Create(t, env.Client, &v1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec})
 }
 
 // conditionsAre reports whether the conditions hold want ("Status/Reason" or "absent" by type) and
 // were all set for the current generation.
-func conditionsAre(want map[string]string) func(*v1alpha1.Memcached) bool {
-	return func(mc *v1alpha1.Memcached) bool {
-		for typ, w := range want {
-			if condition(mc, typ) != w {
-				return false
-			}
-		}
-		for _, c := range mc.Status.Conditions {
-			if c.ObservedGeneration != mc.Generation {
-				return false
-			}
-		}
-		return mc.Status.ObservedGeneration == mc.Generation
-	}
-}
+var conditionsAre = optest.ConditionsAre[*v1alpha1.Memcached]
 
 var (
 	ready       = map[string]string{status.Ready: "True/Reconciled", status.Reconciling: "absent", status.Stalled: "absent"}
@@ -148,14 +90,14 @@ func TestLifecycle(t *testing.T) {
 	checkService(t, &svc, mc, 11211)
 	harness.WaitForObject(t, env.Client, key, mc, timeout, conditionsAre(ready))
 	if diff := cmp.Diff(v1alpha1.MemcachedStatus{ReadyReplicas: 2, Nodes: []string{"cache-a", "cache-b"}},
-		mc.Status, ignoreConditions()); diff != "" {
+		mc.Status, optest.IgnoreConditions()); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 	optest.WaitForEvent(t, env.Client, ns, "cache", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
 
 	// Scale up: the Deployment follows; the Memcached is Reconciling until the new pods are available
 	// (the Service, which depends on the Deployment, waits for it).
-	update(t, env.Client, mc, func(s *v1alpha1.MemcachedSpec) { s.Size = 4 })
+	optest.Update(t, env.Client, mc, func(m *v1alpha1.Memcached) { m.Spec.Size = 4 })
 	harness.WaitForObject(t, env.Client, key, &deploy, timeout, func(d *appsv1.Deployment) bool {
 		return ptr.Deref(d.Spec.Replicas, 0) == 4
 	})
@@ -166,9 +108,9 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	// A new image and port roll the Deployment and move the Service.
-	update(t, env.Client, mc, func(s *v1alpha1.MemcachedSpec) {
-		s.Image = "docker.io/library/memcached:1.6.40-alpine"
-		s.Port = 11311
+	optest.Update(t, env.Client, mc, func(m *v1alpha1.Memcached) {
+		m.Spec.Image = "docker.io/library/memcached:1.6.40-alpine"
+		m.Spec.Port = 11311
 	})
 	wantContainer.Image = "docker.io/library/memcached:1.6.40-alpine"
 	wantContainer.Args[0] = "--port=11311"
@@ -185,18 +127,16 @@ func TestLifecycle(t *testing.T) {
 	// Deletion: the Service goes first. Another controller's finalizer holds it, and meanwhile the
 	// Deployment is untouched and the Memcached says what it waits for.
 	const hold = "test.convergo.dev/hold"
-	patchFinalizers(t, env.Client, &svc, []string{hold})
+	optest.PatchFinalizers(t, env.Client, &svc, []string{hold})
 	if err := env.Client.Delete(t.Context(), mc); err != nil {
 		t.Fatal(err)
 	}
 	harness.WaitForObject(t, env.Client, key, &svc, timeout, func(s *corev1.Service) bool { return s.DeletionTimestamp != nil })
 	harness.WaitForObject(t, env.Client, key, mc, timeout, func(m *v1alpha1.Memcached) bool {
-		return condition(m, status.Reconciling) == "True/Deleting"
+		return optest.Condition(m, status.Reconciling) == "True/Deleting"
 	})
-	if err := env.Client.Get(t.Context(), key, &deploy); err != nil || deploy.DeletionTimestamp != nil {
-		t.Fatalf("deployment deleted before the service was gone (get: %v, deletionTimestamp: %v)", err, deploy.DeletionTimestamp)
-	}
-	patchFinalizers(t, env.Client, &svc, nil)
+	optest.RequireNotDeleting(t, env.Client, key, &deploy)
+	optest.PatchFinalizers(t, env.Client, &svc, nil)
 	harness.WaitForDeletion(t, env.Client, &svc, timeout)
 	harness.WaitForDeletion(t, env.Client, &deploy, timeout)
 	harness.WaitForDeletion(t, env.Client, mc, timeout)
@@ -223,45 +163,17 @@ func TestZeroWritesOnceConverged(t *testing.T) {
 	harness.WaitForObject(t, env.Client, key, mc, timeout, conditionsAre(ready))
 	t.Logf("requests to converge:\n%s", counter.Snapshot().InNamespace(ns))
 
-	triggers := map[string]func(){
-		"annotation on the memcached": func() {
-			patch := client.RawPatch(client.Merge.Type(), []byte(`{"metadata":{"annotations":{"example.com/note":"hello"}}}`))
-			if err := env.Client.Patch(t.Context(), mc, patch); err != nil {
-				t.Fatal(err)
-			}
+	optest.ExpectNoWrites(t, counter, ns, controller.Name, map[string]func(t *testing.T){
+		"annotation on the memcached": func(t *testing.T) {
+			optest.MergePatch(t, env.Client, mc, `{"metadata":{"annotations":{"example.com/note":"hello"}}}`)
 		},
-		"label added to the deployment by someone else": func() {
-			patch := client.RawPatch(client.Merge.Type(), []byte(`{"metadata":{"labels":{"example.com/team":"cache"}}}`))
-			if err := env.Client.Patch(t.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}}, patch); err != nil {
-				t.Fatal(err)
-			}
+		"label added to the deployment by someone else": func(t *testing.T) {
+			optest.MergePatch(t, env.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}}, `{"metadata":{"labels":{"example.com/team":"cache"}}}`)
 		},
-		"deployment status changed by the deployment controller": func() {
-			var d appsv1.Deployment
-			if err := env.Client.Get(t.Context(), key, &d); err != nil {
-				t.Fatal(err)
-			}
-			d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{
-				Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
-				LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-			})
-			if err := env.Client.Status().Update(t.Context(), &d); err != nil {
-				t.Fatal(err)
-			}
+		"deployment status changed by the deployment controller": func(t *testing.T) {
+			optest.MarkDeploymentProgressing(t, env.Client, key)
 		},
-	}
-	for name, trigger := range triggers {
-		t.Run(name, func(t *testing.T) {
-			counter.Reset()
-			before := optest.ReconcileCount(t, controller.Name)
-			trigger()
-			optest.WaitForReconciles(t, controller.Name, before+1)
-			reqs := counter.Snapshot().InNamespace(ns)
-			if n := reqs.Writes(); n != 0 {
-				t.Errorf("%d writes after the reconcile of a converged memcached, want 0:\n%s\n%v", n, reqs, reqs.Filter(harness.Request.IsWrite))
-			}
-		})
-	}
+	})
 }
 
 // TestInvalidSpecStallsUntilFixed creates a Memcached the schema accepts but that cannot run (a memory
@@ -291,8 +203,8 @@ func TestInvalidSpecStallsUntilFixed(t *testing.T) {
 		t.Errorf("a deployment exists for an invalid spec (get: %v)", err)
 	}
 
-	update(t, env.Client, mc, func(s *v1alpha1.MemcachedSpec) {
-		s.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("320Mi")
+	optest.Update(t, env.Client, mc, func(m *v1alpha1.Memcached) {
+		m.Spec.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("320Mi")
 	})
 	harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
 	optest.MarkDeploymentAvailable(t, env.Client, key)
@@ -365,26 +277,4 @@ func checkService(t *testing.T, svc *corev1.Service, mc *v1alpha1.Memcached, por
 	if diff := cmp.Diff(controller.Labels(mc).Selector(), svc.Spec.Selector); diff != "" {
 		t.Errorf("service selector (-want +got):\n%s", diff)
 	}
-}
-
-// patchFinalizers sets the finalizers of obj with a merge patch.
-func patchFinalizers(t *testing.T, c client.Client, obj client.Object, finalizers []string) {
-	t.Helper()
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Patch(t.Context(), obj, client.RawPatch(client.Merge.Type(), body)); err != nil {
-		t.Fatalf("patch finalizers of %s: %v", obj.GetName(), err)
-	}
-}
-
-func ignoreConditions() cmp.Option {
-	return cmp.FilterPath(func(p cmp.Path) bool {
-		switch p.Last().String() {
-		case ".Conditions", ".ObservedGeneration":
-			return true
-		}
-		return false
-	}, cmp.Ignore())
 }

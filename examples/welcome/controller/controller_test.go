@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -35,19 +34,7 @@ const timeout = optest.Timeout
 // released it (cleanups run in reverse order, so the operator started before is still running).
 func newWelcome(t *testing.T, env *harness.Env, ns, name string, spec v1alpha1.WelcomeSpec) *v1alpha1.Welcome {
 	t.Helper()
-	w := &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
-	if err := env.Client.Create(t.Context(), w); err != nil {
-		t.Fatalf("create welcome: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err := env.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete welcome: %v", err)
-		}
-		harness.WaitForDeletion(t, env.Client, w, timeout)
-	})
-	return w
+	return optest.Create(t, env.Client, &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec})
 }
 
 // newSecret creates the password Secret.
@@ -63,53 +50,9 @@ func newSecret(t *testing.T, c client.Client, ns, name, password string) *corev1
 	return s
 }
 
-// update changes the Welcome's spec with a retry on conflicts.
-func update(t *testing.T, c client.Client, w *v1alpha1.Welcome, change func(*v1alpha1.WelcomeSpec)) {
-	t.Helper()
-	for range 5 {
-		var live v1alpha1.Welcome
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(w), &live); err != nil {
-			t.Fatal(err)
-		}
-		change(&live.Spec)
-		err := c.Update(t.Context(), &live)
-		if err == nil {
-			*w = live
-			return
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatalf("update welcome: %v", err)
-		}
-	}
-	t.Fatal("update welcome: too many conflicts")
-}
-
-// condition returns "Status/Reason" of the condition, or "absent".
-func condition(w *v1alpha1.Welcome, condType string) string {
-	c := status.Get(w, condType)
-	if c == nil {
-		return "absent"
-	}
-	return string(c.Status) + "/" + c.Reason
-}
-
 // conditionsAre reports whether the conditions hold want ("Status/Reason" or "absent" by type) and
 // were all set for the current generation.
-func conditionsAre(want map[string]string) func(*v1alpha1.Welcome) bool {
-	return func(w *v1alpha1.Welcome) bool {
-		for typ, s := range want {
-			if condition(w, typ) != s {
-				return false
-			}
-		}
-		for _, c := range w.Status.Conditions {
-			if c.ObservedGeneration != w.Generation {
-				return false
-			}
-		}
-		return w.Status.ObservedGeneration == w.Generation
-	}
-}
+var conditionsAre = optest.ConditionsAre[*v1alpha1.Welcome]
 
 var (
 	ready          = map[string]string{status.Ready: "True/Reconciled", status.Reconciling: "absent", status.Stalled: "absent"}
@@ -163,14 +106,14 @@ func TestLifecycle(t *testing.T) {
 	optest.MarkDeploymentAvailable(t, env.Client, key)
 	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
 	wantStatus := v1alpha1.WelcomeStatus{ReadyReplicas: 2, ServiceURL: "http://alice." + ns + ".svc:8088/hello/"}
-	if diff := cmp.Diff(wantStatus, w.Status, ignoreConditions()); diff != "" {
+	if diff := cmp.Diff(wantStatus, w.Status, optest.IgnoreConditions()); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 
 	// A page change updates the ConfigMap and rolls the pods; scaling follows.
-	update(t, env.Client, w, func(s *v1alpha1.WelcomeSpec) {
-		s.Email = "alice@example.org"
-		s.Replicas = ptr.To[int32](3)
+	optest.Update(t, env.Client, w, func(w *v1alpha1.Welcome) {
+		w.Spec.Email = "alice@example.org"
+		w.Spec.Replicas = ptr.To[int32](3)
 	})
 	harness.WaitForObject(t, env.Client, key, &page, timeout, func(cm *corev1.ConfigMap) bool {
 		return strings.Contains(cm.Data[controller.PageKey], "alice@example.org")
@@ -184,10 +127,10 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	// NodePort with a pinned node port, and a new port.
-	update(t, env.Client, w, func(s *v1alpha1.WelcomeSpec) {
-		s.ServiceType = corev1.ServiceTypeNodePort
-		s.NodePort = ptr.To[int32](30080)
-		s.Port = 9090
+	optest.Update(t, env.Client, w, func(w *v1alpha1.Welcome) {
+		w.Spec.ServiceType = corev1.ServiceTypeNodePort
+		w.Spec.NodePort = ptr.To[int32](30080)
+		w.Spec.Port = 9090
 	})
 	harness.WaitForObject(t, env.Client, key, &deploy, timeout, func(d *appsv1.Deployment) bool {
 		return d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort == 9090
@@ -203,24 +146,24 @@ func TestLifecycle(t *testing.T) {
 		ReadyReplicas: 3, ServiceURL: "http://alice." + ns + ".svc:9090/hello/",
 		NodePort: 30080, NodePortURL: "http://<node-ip>:30080/hello/",
 	}
-	if diff := cmp.Diff(wantStatus, w.Status, ignoreConditions()); diff != "" {
+	if diff := cmp.Diff(wantStatus, w.Status, optest.IgnoreConditions()); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 
 	// Deletion in reverse order. Another controller's finalizer holds the Deployment, so the step can
 	// be seen: the page and the Service wait until it is gone.
 	const hold = "test.convergo.dev/hold"
-	patchFinalizers(t, env.Client, &deploy, []string{hold})
+	optest.PatchFinalizers(t, env.Client, &deploy, []string{hold})
 	if err := env.Client.Delete(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
 	harness.WaitForObject(t, env.Client, key, &deploy, timeout, func(d *appsv1.Deployment) bool { return d.DeletionTimestamp != nil })
 	harness.WaitForObject(t, env.Client, key, w, timeout, func(w *v1alpha1.Welcome) bool {
-		return condition(w, status.Reconciling) == "True/Deleting"
+		return optest.Condition(w, status.Reconciling) == "True/Deleting"
 	})
-	requireNotDeleting(t, env.Client, key, &corev1.Service{}, &corev1.ConfigMap{})
+	optest.RequireNotDeleting(t, env.Client, key, &corev1.Service{}, &corev1.ConfigMap{})
 
-	patchFinalizers(t, env.Client, &deploy, nil)
+	optest.PatchFinalizers(t, env.Client, &deploy, nil)
 	harness.WaitForDeletion(t, env.Client, &deploy, timeout)
 	harness.WaitForDeletion(t, env.Client, &svc, timeout)
 	harness.WaitForDeletion(t, env.Client, &page, timeout)
@@ -342,42 +285,20 @@ func TestZeroWritesOnceConverged(t *testing.T) {
 	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
 	t.Logf("requests to converge:\n%s", counter.Snapshot().InNamespace(ns))
 
-	triggers := map[string]func(){
-		"annotation on the welcome": func() {
-			mergePatch(t, env.Client, w, `{"metadata":{"annotations":{"example.com/note":"hello"}}}`)
+	optest.ExpectNoWrites(t, counter, ns, controller.Name, map[string]func(t *testing.T){
+		"annotation on the welcome": func(t *testing.T) {
+			optest.MergePatch(t, env.Client, w, `{"metadata":{"annotations":{"example.com/note":"hello"}}}`)
 		},
-		"label added to the page by someone else": func() {
-			mergePatch(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"labels":{"example.com/team":"web"}}}`)
+		"label added to the page by someone else": func(t *testing.T) {
+			optest.MergePatch(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"labels":{"example.com/team":"web"}}}`)
 		},
-		"annotation added to the service by someone else": func() {
-			mergePatch(t, env.Client, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"annotations":{"example.com/scrape":"true"}}}`)
+		"annotation added to the service by someone else": func(t *testing.T) {
+			optest.MergePatch(t, env.Client, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"annotations":{"example.com/scrape":"true"}}}`)
 		},
-		"deployment status changed by the deployment controller": func() {
-			var d appsv1.Deployment
-			if err := env.Client.Get(t.Context(), key, &d); err != nil {
-				t.Fatal(err)
-			}
-			d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{
-				Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
-				LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-			})
-			if err := env.Client.Status().Update(t.Context(), &d); err != nil {
-				t.Fatal(err)
-			}
+		"deployment status changed by the deployment controller": func(t *testing.T) {
+			optest.MarkDeploymentProgressing(t, env.Client, key)
 		},
-	}
-	for name, trigger := range triggers {
-		t.Run(name, func(t *testing.T) {
-			counter.Reset()
-			before := optest.ReconcileCount(t, controller.Name)
-			trigger()
-			optest.WaitForReconciles(t, controller.Name, before+1)
-			reqs := counter.Snapshot().InNamespace(ns)
-			if n := reqs.Writes(); n != 0 {
-				t.Errorf("%d writes after the reconcile of a converged welcome, want 0:\n%s\n%v", n, reqs, reqs.Filter(harness.Request.IsWrite))
-			}
-		})
-	}
+	})
 }
 
 // TestGeneratedRoleIsEnough runs the operator as a ServiceAccount bound to nothing but the generated
@@ -479,35 +400,6 @@ func checkService(t *testing.T, svc *corev1.Service, w *v1alpha1.Welcome, typ co
 	}
 }
 
-// requireNotDeleting fails the test unless each object named key exists and is not being deleted.
-func requireNotDeleting(t *testing.T, c client.Client, key client.ObjectKey, objs ...client.Object) {
-	t.Helper()
-	for _, obj := range objs {
-		if err := c.Get(t.Context(), key, obj); err != nil || obj.GetDeletionTimestamp() != nil {
-			t.Fatalf("%T deleted too early (get: %v, deletionTimestamp: %v)", obj, err, obj.GetDeletionTimestamp())
-		}
-	}
-}
-
-// patchFinalizers sets the finalizers of obj with a merge patch.
-func patchFinalizers(t *testing.T, c client.Client, obj client.Object, finalizers []string) {
-	t.Helper()
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Patch(t.Context(), obj, client.RawPatch(client.Merge.Type(), body)); err != nil {
-		t.Fatalf("patch finalizers of %s: %v", obj.GetName(), err)
-	}
-}
-
-func mergePatch(t *testing.T, c client.Client, obj client.Object, patch string) {
-	t.Helper()
-	if err := c.Patch(t.Context(), obj, client.RawPatch(client.Merge.Type(), []byte(patch))); err != nil {
-		t.Fatalf("patch %s: %v", obj.GetName(), err)
-	}
-}
-
 func containsEnv(env []corev1.EnvVar, want corev1.EnvVar) bool {
 	for _, e := range env {
 		if cmp.Equal(e, want) {
@@ -515,16 +407,6 @@ func containsEnv(env []corev1.EnvVar, want corev1.EnvVar) bool {
 		}
 	}
 	return false
-}
-
-func ignoreConditions() cmp.Option {
-	return cmp.FilterPath(func(p cmp.Path) bool {
-		switch p.Last().String() {
-		case ".Conditions", ".ObservedGeneration":
-			return true
-		}
-		return false
-	}, cmp.Ignore())
 }
 
 // lockedBuffer collects log lines from the manager's goroutines.
