@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -64,6 +65,7 @@ type flags struct {
 	workers int
 	crd     string
 	verbose bool
+	cpuprof string
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -80,6 +82,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.workers, "workers", bench.DefaultWorkers, "concurrent requests of the bench driver")
 	fs.StringVar(&f.crd, "crd", "examples/welcome/config/crd/bases", "directory of the Welcome CRD")
 	fs.BoolVar(&f.verbose, "v", false, "log the managers' info messages, not only their errors")
+	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the bench process (the managers under measurement and the driver) to this file")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -132,6 +135,15 @@ func run(args []string) int {
 		managers = stderrLogger(0)
 	}
 	ctrllog.SetLogger(managers)
+
+	if f.cpuprof != "" {
+		stopProfile, err := startCPUProfile(f.cpuprof)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -197,4 +209,22 @@ func stderrLogger(verbosity int) logr.Logger {
 		}
 		fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), args)
 	}, funcr.Options{Verbosity: verbosity})
+}
+
+// startCPUProfile starts profiling into path and returns the function that stops and writes it.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start profiling into %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: -cpuprofile: close %s: %v\n", path, err)
+		}
+	}, nil
 }
