@@ -76,5 +76,11 @@ demo: assets ## Start a local cluster, run both example operators and show them 
 	$(GO) run ./examples/demo $(ARGS)
 
 .PHONY: bench
-bench: assets ## Benchmarks: Convergo operators against the tutorial way (never part of make test).
+bench: assets ## Benchmarks: Convergo operators against the tutorial way, then the micro-benchmarks (never part of make test).
 	$(GO) run ./internal/bench/cmd/bench $(ARGS)
+	$(MAKE) --no-print-directory bench-micro
+
+.PHONY: bench-micro
+bench-micro: assets ## Go micro-benchmarks of Apply's drift check and the condition helpers, allocations reported.
+	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
+	  $(GO) test -run '^$$' -bench . -benchmem ./reconcile/ ./status/
