@@ -44,7 +44,8 @@ const (
 	MaxN                = 2000
 	DefaultPhaseTimeout = 10 * time.Minute
 	DefaultQuietPeriod  = 3 * time.Second
-	DefaultRounds       = 3
+	// DefaultRounds is even, so that each implementation is measured first as often as the other.
+	DefaultRounds = 4
 	// DefaultWorkers is how many concurrent requests the driver makes to create, update or delete.
 	DefaultWorkers = 16
 )
@@ -195,8 +196,8 @@ func Run(ctx context.Context, impls []Implementation, opts ...Option) (*Report, 
 	}()
 
 	begin := time.Now()
-	cfg.log.Info("warming up: waiting for the garbage collector to know Welcomes")
-	if err := warmUp(ctx, env, cfg.phaseTimeout); err != nil {
+	cfg.log.Info("warming up: a batch of Deployments made by hand, and the garbage collector knowing Welcomes", "batch", min(cfg.n, maxWarmUpBatch))
+	if err := warmUp(ctx, env, cfg.n, cfg.phaseTimeout); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	cfg.log.Info("warmed up", "after", since(begin))
