@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,8 +29,9 @@ var ErrInvalidGraph = errors.New("invalid child graph")
 type ReadyCheck func(live client.Object) (ready bool, reason string)
 
 // Graph is a set of named children with dependencies. Apply creates and updates them in dependency
-// order, applying a child only when all its dependencies are ready; Delete removes them in reverse
-// order, one layer at a time. Build a new Graph on every reconcile from the owner's spec.
+// order, applying a child only when all its dependencies are ready (children that do not depend on
+// each other concurrently); Delete removes them in reverse order, one layer at a time. Build a new
+// Graph on every reconcile from the owner's spec.
 type Graph struct {
 	nodes []*Node
 	index map[string]*Node
@@ -304,64 +306,86 @@ func (r *GraphResult) Changed() bool {
 	return false
 }
 
-// maxParallelApplies bounds how many children of one layer Graph.Apply and Graph.DeleteChildren
+// maxParallelApplies bounds how many children Graph.Apply, and Graph.DeleteChildren within a layer,
 // send at once.
 const maxParallelApplies = 8
 
-// Apply applies the children layer by layer (see Layers), owned by owner. A child is applied only
-// when every dependency is applied and ready; otherwise it is skipped (Applied=false) and listed in
-// Waiting. The children of one layer do not depend on each other, so they are applied concurrently
-// (at most 8 at a time): a reconcile takes one round trip per layer, not one per child. An error
-// stops the walk after its layer; it names the child (errors of several children of the layer are
-// joined), and the result so far is returned with it. A child being deleted (ErrTerminating) is not
-// an error: it is reported not applied and not ready.
+// Apply applies the children owned by owner, each as soon as its own dependencies are applied and
+// ready (at most 8 at a time): children that do not depend on each other are applied concurrently, so
+// a reconcile takes one round trip per step of the longest dependency chain, and a slow child holds
+// back only the children that depend on it. A child whose dependencies are not all ready is skipped
+// (Applied=false) and listed in Waiting. After an error no further child is started; the error names
+// the child (errors of children applied at the same time are joined), and the result is returned with
+// it. A child being deleted (ErrTerminating) is not an error: it is reported not applied and not
+// ready. Children and Waiting are in topological order (see Order) whatever the order of the
+// requests.
 func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*GraphResult, error) {
-	layers, err := g.Layers()
+	order, err := g.Order()
 	if err != nil {
 		return nil, err
 	}
-	res := &GraphResult{Ready: true}
-	byName := map[string]ChildResult{}
-	for _, layer := range layers {
-		results := make([]ChildResult, len(layer))
-		waiting := make([][]string, len(layer))
-		errs := make([]error, len(layer))
-		inLayer(layer, func(i int, name string) bool {
+	pos := make(map[string]int, len(order))
+	for i, name := range order {
+		pos[name] = i
+	}
+	var (
+		results = make([]ChildResult, len(order))
+		waiting = make([][]string, len(order))
+		errs    = make([]error, len(order))
+		done    = make([]chan struct{}, len(order))
+		slots   = make(chan struct{}, maxParallelApplies)
+		failed  atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	for i, name := range order {
+		n := g.index[name]
+		wg.Go(func() {
+			defer close(done[i])
 			results[i].Name = name
-			for _, d := range g.index[name].deps {
-				if dr := byName[d]; !dr.Ready {
+			for _, d := range n.deps {
+				<-done[pos[d]] // results[pos[d]] is final once done
+			}
+			for _, d := range n.deps {
+				if dr := results[pos[d]]; !dr.Ready {
 					results[i].Reason = fmt.Sprintf("waiting for %s", d)
 					waiting[i] = append(waiting[i], fmt.Sprintf("%s waits for %s: %s", name, d, dr.Reason))
 				}
 			}
-			return results[i].Reason == ""
-		}, func(i int, name string) {
-			results[i], waiting[i], errs[i] = g.applyChild(ctx, a, owner, g.index[name])
-		})
-		for i, cr := range results {
-			res.Waiting = append(res.Waiting, waiting[i]...)
-			if !cr.Ready {
-				res.Ready = false
+			if results[i].Reason != "" {
+				return
 			}
-			res.Children = append(res.Children, cr)
-			byName[cr.Name] = cr
-		}
-		if err := errors.Join(errs...); err != nil {
-			return res, err
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			if failed.Load() {
+				results[i].Reason = "not applied: applying another child failed"
+				return
+			}
+			results[i], waiting[i], errs[i] = g.applyChild(ctx, a, owner, n)
+			if errs[i] != nil {
+				failed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	res := &GraphResult{Ready: true, Children: results}
+	for i, cr := range results {
+		res.Waiting = append(res.Waiting, waiting[i]...)
+		if !cr.Ready {
+			res.Ready = false
 		}
 	}
-	return res, nil
+	return res, errors.Join(errs...)
 }
 
-// inLayer calls run concurrently (at most maxParallelApplies at a time) for each child of a layer
-// that pick selects, and returns when all calls returned. pick runs sequentially, in layer order.
-func inLayer(layer []string, pick func(i int, name string) bool, run func(i int, name string)) {
+// inLayer calls run concurrently (at most maxParallelApplies at a time) for each child of a layer,
+// and returns when all calls returned.
+func inLayer(layer []string, run func(i int, name string)) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, maxParallelApplies)
 	for i, name := range layer {
-		if !pick(i, name) {
-			continue
-		}
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
@@ -381,6 +405,7 @@ func (g *Graph) applyChild(ctx context.Context, a *Applier, owner client.Object,
 		cr.Reason = "being deleted; it is created again once it is gone"
 		return cr, []string{fmt.Sprintf("%s: %s", n.name, cr.Reason)}, nil
 	case err != nil:
+		cr.Reason = "apply failed"
 		return cr, nil, fmt.Errorf("child %q: %w", n.name, err)
 	}
 	cr.Applied, cr.Operation, cr.Object = true, op, live
@@ -445,7 +470,7 @@ func (g *Graph) DeleteChildren(ctx context.Context, a *Applier, owner client.Obj
 		lives := make([]client.Object, len(layer))
 		issued := make([]bool, len(layer))
 		errs := make([]error, len(layer))
-		inLayer(layer, func(int, string) bool { return true }, func(j int, name string) {
+		inLayer(layer, func(j int, name string) {
 			lives[j], issued[j], errs[j] = a.deleteIfOurs(ctx, owner, g.index[name].obj)
 			if errs[j] != nil {
 				errs[j] = fmt.Errorf("delete child %q: %w", name, errs[j])

@@ -111,14 +111,14 @@ func TestGraphApplyWaitsForDependencies(t *testing.T) {
 	}
 }
 
-func TestGraphApplyStopsAfterTheFailedLayer(t *testing.T) {
+func TestGraphApplyStopsAtError(t *testing.T) {
 	other := owner("other")
 	taken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
 	if err := ownership.SetController(other, taken, testScheme(t)); err != nil {
 		t.Fatal(err)
 	}
 	c := newFake(t, nil, taken)
-	// a and b form the first layer, c depends on b and is the second.
+	// a and b depend on nothing, c depends on b.
 	g := graphOf("a", "b", "c:b")
 	res, err := g.Apply(t.Context(), NewApplier(c, nil), owner("app"))
 	var owned *ownership.AlreadyOwnedError
@@ -129,17 +129,70 @@ func TestGraphApplyStopsAfterTheFailedLayer(t *testing.T) {
 		Name    string
 		Op      Operation
 		Applied bool
+		Reason  string
 	}
 	var got []summary
 	for _, cr := range res.Children {
-		got = append(got, summary{cr.Name, cr.Operation, cr.Applied})
+		got = append(got, summary{cr.Name, cr.Operation, cr.Applied, cr.Reason})
 	}
-	want := []summary{{"a", OperationCreated, true}, {"b", "", false}}
+	want := []summary{{"a", OperationCreated, true, ""}, {"b", "", false, "apply failed"}, {"c", "", false, "waiting for b"}}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("partial result (-want +got):\n%s", diff)
+		t.Errorf("result (-want +got):\n%s", diff)
 	}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "c"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
-		t.Errorf("child of the layer after the failure was applied (get: %v)", err)
+		t.Errorf("the child depending on the failed one was applied (get: %v)", err)
+	}
+}
+
+// TestGraphApplyDoesNotWaitForUnrelatedChildren holds the write of "slow" until "dependent" (which
+// depends only on "base") has been written: a walk that waited for a whole layer (base and slow)
+// before applying dependent would never get there, and the held write fails.
+func TestGraphApplyDoesNotWaitForUnrelatedChildren(t *testing.T) {
+	dependentSent := make(chan struct{})
+	hold := func(ctx context.Context, name string) error {
+		switch name {
+		case "dependent":
+			close(dependentSent)
+		case "slow":
+			select {
+			case <-dependentSent:
+			case <-time.After(30 * time.Second):
+				return errors.New("dependent was not applied while slow was in flight")
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(testMapper()).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				u, ok := obj.(interface{ GetName() string })
+				if ok {
+					if err := hold(ctx, u.GetName()); err != nil {
+						return err
+					}
+				}
+				return c.Apply(ctx, obj, opts...)
+			},
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := hold(ctx, obj.GetName()); err != nil {
+					return err
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		}).Build()
+	res, err := graphOf("base", "slow", "dependent:base").Apply(t.Context(), NewApplier(c, nil), owner("app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cr := range res.Children {
+		got = append(got, fmt.Sprintf("%s %s", cr.Name, cr.Operation))
+	}
+	want := []string{"base Created", "slow Created", "dependent Created"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("children in topological order (-want +got):\n%s", diff)
 	}
 }
 

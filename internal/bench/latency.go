@@ -10,8 +10,9 @@ import (
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
-// latencies records how long the manager's requests take, per verb, until the response headers
-// arrive (for a watch: until it is established). It is safe for concurrent use.
+// latencies records how long the manager's requests take, per verb and per verb and resource ("patch
+// deployments", the keys of Phase.Writes), until the response headers arrive (for a watch: until it
+// is established). It is safe for concurrent use.
 type latencies struct {
 	mu      sync.Mutex
 	seconds map[string]float64
@@ -29,18 +30,23 @@ func (l *latencies) wrap(cfg *rest.Config) *rest.Config {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			start := time.Now()
 			resp, err := rt.RoundTrip(req)
-			l.record(harness.ParseRequest(req.Method, req.URL.Path, req.URL.Query().Get("watch")).Verb, time.Since(start))
+			d := time.Since(start)
+			r := harness.ParseRequest(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+			l.record(r.Verb, d)
+			if r.Resource != "" {
+				l.record(r.Verb+" "+r.FullResource(), d)
+			}
 			return resp, err
 		})
 	})
 	return out
 }
 
-func (l *latencies) record(verb string, d time.Duration) {
+func (l *latencies) record(key string, d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.seconds[verb] += d.Seconds()
-	l.counts[verb]++
+	l.seconds[key] += d.Seconds()
+	l.counts[key]++
 }
 
 // reset forgets what was recorded.
@@ -51,7 +57,7 @@ func (l *latencies) reset() {
 	clear(l.counts)
 }
 
-// means returns the mean latency per verb, in seconds.
+// means returns the mean latency per key (verb, and verb and resource), in seconds.
 func (l *latencies) means() map[string]float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -187,6 +187,9 @@ func (r *Report) Rows() []Row {
 				}
 				add(ph.name+": mean "+verb+" latency", "ms", func(x Result) float64 { return get(x).MeanLatencySeconds[verb] * 1000 })
 			}
+			for _, w := range r.writeKinds(get) {
+				add(ph.name+": mean "+w+" latency", "ms", func(x Result) float64 { return get(x).MeanLatencySeconds[w] * 1000 })
+			}
 		}
 	}
 	add("memory: heap in use", "KiB per CR", func(x Result) float64 { return float64(x.Memory.HeapInuseBytes) / 1024 / n })

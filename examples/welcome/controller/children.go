@@ -99,7 +99,7 @@ func Children(w *v1alpha1.Welcome, password *metav1.PartialObjectMetadata) (*rec
 
 	g := reconcile.NewGraph()
 	// The pods mount the page, so the Deployment waits for it. The Service needs nothing (it routes
-	// only to ready pods anyway), so it is applied with the page, in the same round trip, and a port
+	// only to ready pods anyway), so it is applied while the page and the Deployment are, and a port
 	// change reaches it without waiting for the rollout. Deletion runs the other way: the Deployment
 	// first, then the page and the Service.
 	g.Add("page", configMap)
