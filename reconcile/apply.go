@@ -237,9 +237,6 @@ func (a *Applier) ApplyAndGet(ctx context.Context, owner, desired client.Object)
 	}
 	key := client.ObjectKeyFromObject(obj)
 	what := kobj.DescribeKey(gvk.Kind, key)
-	if err := awaitFinalizer(ctx, owner, obj); err != nil {
-		return nil, "", fmt.Errorf("apply %s: %w", what, err)
-	}
 	intent, err := Intent(obj, a.scheme)
 	if err != nil {
 		return nil, "", fmt.Errorf("apply %s: %w", what, err)

@@ -211,8 +211,7 @@ func WithPollInterval(d time.Duration) ReconcilerOption {
 //
 //  1. get T from the cache (not found: done);
 //  2. being deleted: delete the graph in reverse order, run the cleanup hook, remove the finalizer;
-//  3. ensure the finalizer (when it is missing, while step 5 applies the children the garbage
-//     collector can remove with T; the others wait for it);
+//  3. ensure the finalizer;
 //  4. build the graph (an *InvalidSpecError or an invalid graph stalls the object);
 //  5. apply the children in dependency order (server-side apply only on drift);
 //  6. once everything is ready, prune children no longer declared;
@@ -438,16 +437,16 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return r.finalize(ctx, log, obj)
 	}
 	r.forgetDeletion(req.NamespacedName)
+	if _, err := finalizer.Ensure(ctx, r.client, obj, r.finalizer, finalizer.WithReader(r.apiReader)); err != nil {
+		r.metrics.result(resultError)
+		return ctrl.Result{}, err
+	}
 	before, err := snapshot(obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	out, err := r.ensureFinalizerAndConverge(ctx, obj)
+	out := r.converge(ctx, obj)
 	r.recordChildren(obj, out)
-	if err != nil {
-		r.metrics.result(resultError)
-		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: nothing left to do
-	}
 	changed := r.setConditions(obj, out)
 	wrote, err := r.patcher.Patch(ctx, obj, before)
 	if err != nil {
@@ -457,36 +456,6 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	// A transition is a condition change that reached the server: a stale cache can make the same
 	// change look new twice, but the second time the Patcher finds nothing left to write.
 	return r.finish(log, obj, out, changed && wrote)
-}
-
-// ensureFinalizerAndConverge adds the finalizer (steps 3 to 6). When it is missing (the object's first
-// reconcile), it is added while the graph is applied, so that it costs no round trip of its own: the
-// children the garbage collector can remove with obj (controller reference, same namespace) go ahead,
-// the others wait for the finalizer (awaitFinalizer). Should obj be deleted before the finalizer lands,
-// the finalizer request fails and the garbage collector removes what was created. An error adding the
-// finalizer is returned; obj then keeps its status unwritten, and the reconcile is retried.
-func (r *Reconciler[T]) ensureFinalizerAndConverge(ctx context.Context, obj T) (outcome, error) {
-	if finalizer.Has(obj, r.finalizer) {
-		return r.converge(ctx, obj), nil
-	}
-	// The finalizer request works on a copy: the graph reads obj meanwhile.
-	withFinalizer, err := snapshot(obj)
-	if err != nil {
-		return outcome{}, err
-	}
-	gate := newFinalizerGate()
-	go func() {
-		_, err := finalizer.Ensure(ctx, r.client, withFinalizer, r.finalizer, finalizer.WithReader(r.apiReader))
-		gate.open(err)
-	}()
-	out := r.converge(withFinalizerGate(ctx, gate), obj)
-	if err := gate.wait(); err != nil {
-		return out, err
-	}
-	// The status patch must be guarded by the resourceVersion the finalizer patch produced.
-	obj.SetFinalizers(withFinalizer.GetFinalizers())
-	obj.SetResourceVersion(withFinalizer.GetResourceVersion())
-	return out, nil
 }
 
 // get reads T from the cache; a missing object returns the zero T.
