@@ -41,9 +41,8 @@ func testMapper() meta.RESTMapper {
 	return m
 }
 
-// writeCounter counts the fake client's writes.
-// writeCounter counts writes; a graph applies the children of a layer concurrently, so the count is
-// guarded (read it once the walk returned).
+// writeCounter counts the fake client's writes; a graph applies independent children concurrently,
+// so the count is guarded (read it once the walk returned).
 type writeCounter struct {
 	mu sync.Mutex
 	n  int

@@ -363,7 +363,7 @@ func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*Gr
 				results[i].Reason = "not applied: applying another child failed"
 				return
 			}
-			results[i], waiting[i], errs[i] = g.applyChild(ctx, a, owner, n)
+			results[i], waiting[i], errs[i] = applyChild(ctx, a, owner, n)
 			if errs[i] != nil {
 				failed.Store(true)
 			}
@@ -397,7 +397,7 @@ func inLayer(layer []string, run func(i int, name string)) {
 
 // applyChild applies one child whose dependencies are ready and judges its readiness; waiting holds
 // what the child waits for, if anything.
-func (g *Graph) applyChild(ctx context.Context, a *Applier, owner client.Object, n *Node) (cr ChildResult, waiting []string, err error) {
+func applyChild(ctx context.Context, a *Applier, owner client.Object, n *Node) (cr ChildResult, waiting []string, err error) {
 	cr.Name = n.name
 	live, op, err := a.ApplyAndGet(ctx, owner, n.obj)
 	switch {

@@ -153,19 +153,25 @@ func (wt *widgetTest) annotateReady(t *testing.T, name string) {
 	}
 }
 
-// events returns "Type Reason" of the events about the named object, oldest first.
-func (wt *widgetTest) events(t *testing.T, name string) []string {
+// ownEvents returns this controller's events about the named object, oldest first.
+func (wt *widgetTest) ownEvents(t *testing.T, name string) []eventsv1.Event {
 	t.Helper()
 	list := &eventsv1.EventList{}
 	if err := wt.client.List(t.Context(), list, client.InNamespace(wt.ns)); err != nil {
 		t.Fatal(err)
 	}
 	slices.SortFunc(list.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+	return slices.DeleteFunc(list.Items, func(e eventsv1.Event) bool {
+		return e.Regarding.Name != name || e.ReportingController != wt.name
+	})
+}
+
+// events returns "Type Reason" of the events about the named object, oldest first.
+func (wt *widgetTest) events(t *testing.T, name string) []string {
+	t.Helper()
 	var out []string
-	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.ReportingController == wt.name {
-			out = append(out, e.Type+" "+e.Reason)
-		}
+	for _, e := range wt.ownEvents(t, name) {
+		out = append(out, e.Type+" "+e.Reason)
 	}
 	return out
 }
@@ -173,14 +179,9 @@ func (wt *widgetTest) events(t *testing.T, name string) []string {
 // eventNotes returns the notes of the events of type and reason about the named object, oldest first.
 func (wt *widgetTest) eventNotes(t *testing.T, name, typ, reason string) []string {
 	t.Helper()
-	list := &eventsv1.EventList{}
-	if err := wt.client.List(t.Context(), list, client.InNamespace(wt.ns)); err != nil {
-		t.Fatal(err)
-	}
-	slices.SortFunc(list.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
 	var out []string
-	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.ReportingController == wt.name && e.Type == typ && e.Reason == reason {
+	for _, e := range wt.ownEvents(t, name) {
+		if e.Type == typ && e.Reason == reason {
 			out = append(out, e.Note)
 		}
 	}

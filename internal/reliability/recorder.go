@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/convergo-dev/convergo/internal/wait"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -127,7 +128,7 @@ func (r *Recorder) watch(ctx context.Context, c client.WithWatch, list client.Ob
 			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 				rv = r.relist(ctx, c, list, kind, ns, rv)
 			}
-			sleep(ctx, 200*time.Millisecond)
+			_ = wait.Sleep(ctx, 200*time.Millisecond) // the loop ends when ctx does
 			continue
 		}
 		rv = r.follow(ctx, w, c, list, kind, ns, rv)
@@ -302,15 +303,6 @@ func (r *Recorder) Deleted(kind string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // RecordOperator records op's objects and every kind of child they own in namespace ns.

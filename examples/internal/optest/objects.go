@@ -78,9 +78,7 @@ func PatchFinalizers(t testing.TB, c client.Client, obj client.Object, finalizer
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Patch(t.Context(), obj, client.RawPatch(client.Merge.Type(), body)); err != nil {
-		t.Fatalf("patch finalizers of %s: %v", obj.GetName(), err)
-	}
+	MergePatch(t, c, obj, string(body))
 }
 
 // RequireNotDeleting reads key into each of objs and stops the test unless every one exists and is not
