@@ -178,7 +178,11 @@ func WithApplierOptions(opts ...Option) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.applierOpts = append(c.applierOpts, opts...) }
 }
 
-// WithMaxConcurrentReconciles sets how many objects are reconciled at once. Default 1.
+// WithMaxConcurrentReconciles sets how many objects are reconciled at once (one object is never
+// reconciled twice at the same time). Default: the manager's Controller.MaxConcurrentReconciles
+// (ctrl.Options.Controller), which defaults to 1. Raising it is safe: children are written with
+// server-side apply, and a reconcile that starts before the cache shows the Reconciler's own last
+// write to the object works on what that write returned, so it does not repeat the write or conflict.
 func WithMaxConcurrentReconciles(n int) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.maxConcurrent = n }
 }
@@ -253,6 +257,8 @@ type Reconciler[T Object] struct {
 	maxConc      int
 	metrics      *reconcilerMetrics
 	initErr      error
+	// own lets a reconcile see the Reconciler's own writes to T before the cache does.
+	own *ownWrites[T]
 
 	mu         sync.Mutex
 	controller controller.Controller
@@ -268,7 +274,7 @@ type Reconciler[T Object] struct {
 // (conflict re-reads), scheme and event recorder. T must be a pointer to a struct type registered in
 // the manager's scheme. A configuration error is returned by SetupWithManager (and Reconcile).
 func NewReconciler[T Object](mgr manager.Manager, children ChildrenFunc[T], opts ...ReconcilerOption) *Reconciler[T] {
-	cfg := reconcilerConfig{maxConcurrent: 1, pollInterval: defaultPollInterval}
+	cfg := reconcilerConfig{pollInterval: defaultPollInterval}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -283,6 +289,7 @@ func NewReconciler[T Object](mgr manager.Manager, children ChildrenFunc[T], opts
 		watched:    map[schema.GroupVersionKind]client.Object{},
 		finalizing: map[types.NamespacedName]bool{},
 		reported:   map[types.NamespacedName]map[types.UID]bool{},
+		own:        newOwnWrites[T](),
 	}
 	r.initErr = r.init(mgr, cfg)
 	return r
@@ -386,7 +393,9 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 			predicate.AnnotationChangedPredicate{},
 			deletionStarted(),
 		))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConc})
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConc}).
+		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
+		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.own.observer()))
 	r.mu.Lock()
 	for _, o := range r.owns {
 		gvk, _ := apiutil.GVKForObject(o, r.scheme)
@@ -437,10 +446,12 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return r.finalize(ctx, log, obj)
 	}
 	r.forgetDeletion(req.NamespacedName)
+	rv := obj.GetResourceVersion()
 	if _, err := finalizer.Ensure(ctx, r.client, obj, r.finalizer, finalizer.WithReader(r.apiReader)); err != nil {
 		r.metrics.result(resultError)
 		return ctrl.Result{}, err
 	}
+	r.own.wrote(rv, obj)
 	before, err := snapshot(obj)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -448,7 +459,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	out := r.converge(ctx, obj)
 	r.recordChildren(obj, out)
 	changed := r.setConditions(obj, out)
-	wrote, err := r.patcher.Patch(ctx, obj, before)
+	wrote, err := r.patchStatus(ctx, obj, before)
 	if err != nil {
 		r.metrics.result(resultError)
 		return ctrl.Result{}, errors.Join(out.err, err)
@@ -458,7 +469,8 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	return r.finish(log, obj, out, changed && wrote)
 }
 
-// get reads T from the cache; a missing object returns the zero T.
+// get reads T from the cache (or, while the cache has not caught up with our own last write to it,
+// what that write returned); a missing object returns the zero T.
 func (r *Reconciler[T]) get(ctx context.Context, req ctrl.Request) (T, error) {
 	var zero T
 	obj := r.newObj()
@@ -469,7 +481,17 @@ func (r *Reconciler[T]) get(ctx context.Context, req ctrl.Request) (T, error) {
 		}
 		return zero, fmt.Errorf("get %s %s: %w", r.gvk.Kind, req.NamespacedName, err)
 	}
-	return obj, nil
+	return r.own.resolve(obj), nil
+}
+
+// patchStatus writes the status difference between before and obj and records the write.
+func (r *Reconciler[T]) patchStatus(ctx context.Context, obj, before T) (bool, error) {
+	rv := obj.GetResourceVersion()
+	wrote, err := r.patcher.Patch(ctx, obj, before)
+	if wrote {
+		r.own.wrote(rv, obj)
+	}
+	return wrote, err
 }
 
 // snapshot returns a deep copy of obj for the status comparison.
@@ -648,6 +670,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	r.metrics.deletionStep("finalizer", "done")
 	r.metrics.result(resultFinalized)
 	r.forgetDeletion(key)
+	r.own.forget(obj.GetUID())
 	// No event: the object is gone right after this; the ChildrenDeleted events tell the story.
 	log.Info("finalized: children deleted, cleanup done, finalizer removed")
 	return ctrl.Result{}, nil
@@ -658,7 +681,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 func (r *Reconciler[T]) deletionWaits(ctx context.Context, obj, before T, msg string) (ctrl.Result, error) {
 	r.metrics.result(resultDeleting)
 	status.MarkReconciling(obj, ReasonDeleting, msg)
-	if _, err := r.patcher.Patch(ctx, obj, before); err != nil {
+	if _, err := r.patchStatus(ctx, obj, before); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: nothing left to do
 	}
 	return ctrl.Result{RequeueAfter: r.poll}, nil

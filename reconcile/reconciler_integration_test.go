@@ -88,9 +88,9 @@ func widgetChildren(calls *atomic.Int64) reconcile.ChildrenFunc[*testapi.Widget]
 	}
 }
 
-func newWidgetTest(t *testing.T, opts ...reconcile.ReconcilerOption) *widgetTest {
+// setupWidgets installs the Widget CRD (once) and returns a client that knows Widgets.
+func setupWidgets(t *testing.T, env *harness.Env) client.Client {
 	t.Helper()
-	env := harness.Default()
 	widgetSetupOnce.Do(func() {
 		_, widgetSetupErr = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{testapi.CRDDir()}})
 		if widgetSetupErr == nil {
@@ -104,6 +104,13 @@ func newWidgetTest(t *testing.T, opts ...reconcile.ReconcilerOption) *widgetTest
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func newWidgetTest(t *testing.T, opts ...reconcile.ReconcilerOption) *widgetTest {
+	t.Helper()
+	env := harness.Default()
+	c := setupWidgets(t, env)
 	wt := &widgetTest{
 		env: env, ns: env.Namespace(t), client: c, counter: harness.NewRequestCounter(),
 		name: "widget-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())),

@@ -494,7 +494,8 @@ func TestReconcilerPassesOptionsOn(t *testing.T) {
 	}{
 		"defaults": {
 			opts: []ReconcilerOption{WithName("plain")},
-			want: settings{MaxConcurrent: 1, FieldManager: "plain"},
+			// 0: controller-runtime takes the manager's Controller.MaxConcurrentReconciles (default 1).
+			want: settings{MaxConcurrent: 0, FieldManager: "plain"},
 		},
 		"given": {
 			opts: []ReconcilerOption{WithName("tuned"), WithMaxConcurrentReconciles(4),

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -25,6 +26,7 @@ type flags struct {
 	probeAddr     string
 	leaderElect   bool
 	leaderElectNS string
+	concurrency   int
 	zap           zap.Options
 }
 
@@ -35,6 +37,7 @@ func main() {
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `Address of the /healthz and /readyz endpoints; "0" turns them off.`)
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&f.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace; required outside a cluster).")
+	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many Memcacheds are reconciled at once.")
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
 
@@ -70,6 +73,7 @@ func run(ctx context.Context, f flags) error {
 		LeaderElectionID:              "memcached.cache.convergo.dev",
 		LeaderElectionNamespace:       f.leaderElectNS,
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{MaxConcurrentReconciles: f.concurrency},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

@@ -21,6 +21,7 @@ func Median(rounds []Result) Result {
 	}
 	return Result{
 		Implementation: rounds[0].Implementation,
+		Description:    rounds[0].Description,
 		Converge:       phase(func(r Result) Phase { return r.Converge }),
 		Restart:        phase(func(r Result) Phase { return r.Restart }),
 		Update:         phase(func(r Result) Phase { return r.Update }),
@@ -42,6 +43,7 @@ func medianPhase(ps []Phase) Phase {
 		Reconciles:         medianInt(ps, func(p Phase) int { return p.Reconciles }),
 		ReconcileSeconds:   medianOf(ps, func(p Phase) float64 { return p.ReconcileSeconds }),
 		MeanLatencySeconds: medianFloatMap(ps, func(p Phase) map[string]float64 { return p.MeanLatencySeconds }),
+		ServerCPUSeconds:   medianFloatMap(ps, func(p Phase) map[string]float64 { return p.ServerCPUSeconds }),
 	}
 }
 

@@ -35,6 +35,12 @@ type Phase struct {
 	ReconcileSeconds float64 `json:"reconcileSeconds"`
 	// MeanLatencySeconds is the mean time per verb from sending a request to its response headers.
 	MeanLatencySeconds map[string]float64 `json:"meanLatencySeconds,omitempty"`
+	// ServerCPUSeconds is the CPU time kube-apiserver and etcd (by component name) used from the start
+	// of the phase until the manager went quiet: the load the phase put on the control plane, steadier
+	// than wall-clock time on a busy machine. It includes the work of the other components the phase
+	// set off (Deployments rolling out, the garbage collector), which is the same for every
+	// implementation.
+	ServerCPUSeconds map[string]float64 `json:"serverCPUSeconds,omitempty"`
 }
 
 // WriteCount returns the number of write requests.
@@ -78,6 +84,8 @@ type Memory struct {
 type Result struct {
 	// Implementation names it ("convergo", "baseline").
 	Implementation string `json:"implementation"`
+	// Description says how the implementation was configured, e.g. its number of workers.
+	Description string `json:"description,omitempty"`
 	// Round numbers the measurement from 1 in Report.Runs; it is 0 in Report.Results, which hold
 	// medians over the rounds.
 	Round int `json:"round,omitempty"`
@@ -180,6 +188,11 @@ func (r *Report) Rows() []Row {
 		}
 		add(ph.name+": reconciles", "per CR", func(x Result) float64 { return float64(get(x).Reconciles) / n })
 		add(ph.name+": time in reconciles", "ms per CR", func(x Result) float64 { return get(x).ReconcileSeconds * 1000 / n })
+		for _, comp := range serverComponents {
+			if r.hasServerCPU(get, comp) {
+				add(ph.name+": "+comp+" CPU", "ms per CR", func(x Result) float64 { return get(x).ServerCPUSeconds[comp] * 1000 / n })
+			}
+		}
 		if ph.name == "converge" {
 			for _, verb := range r.verbs(get) {
 				if verb == "watch" {
@@ -195,6 +208,19 @@ func (r *Report) Rows() []Row {
 	add("memory: heap in use", "KiB per CR", func(x Result) float64 { return float64(x.Memory.HeapInuseBytes) / 1024 / n })
 	add("memory: live heap", "KiB per CR", func(x Result) float64 { return float64(x.Memory.HeapAllocBytes) / 1024 / n })
 	return rows
+}
+
+// serverComponents are the control-plane components whose CPU time the bench reports.
+var serverComponents = []string{"kube-apiserver", "etcd"}
+
+// hasServerCPU reports whether any implementation has the CPU time of comp for a phase.
+func (r *Report) hasServerCPU(get func(Result) Phase, comp string) bool {
+	for _, x := range r.Results {
+		if _, ok := get(x).ServerCPUSeconds[comp]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // verbs returns the verbs any implementation used in a phase, in verbOrder, then the others sorted.
@@ -271,6 +297,16 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, " Each figure is the median of %d rounds (the order of the implementations alternates).", r.Rounds)
 	}
 	b.WriteString(" Requests are the manager's own, counted client side; \"per CR\" divides by N.\n\n")
+	described := false
+	for _, res := range r.Results {
+		if res.Description != "" {
+			fmt.Fprintf(&b, "- %s: %s\n", res.Implementation, res.Description)
+			described = true
+		}
+	}
+	if described {
+		b.WriteString("\n")
+	}
 
 	header := append([]string{"metric"}, names...)
 	if len(names) == 2 {

@@ -36,6 +36,8 @@ type Implementation struct {
 	Name string
 	// Setup registers the implementation's controllers with a fresh manager.
 	Setup func(mgr manager.Manager) error
+	// Description says how it is configured (shown in the report), e.g. its number of workers.
+	Description string
 }
 
 // Defaults of the options.
@@ -272,7 +274,7 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 	if err := r.prime(ctx); err != nil {
 		return nil, fmt.Errorf("prime: %w", err)
 	}
-	res := &Result{Implementation: impl.Name, Round: round}
+	res := &Result{Implementation: impl.Name, Description: impl.Description, Round: round}
 	r.counter.Reset()
 	heapBefore := heap()
 
@@ -494,6 +496,7 @@ func (r *run) measure(ctx context.Context, name string, act func() error, reache
 	if err != nil {
 		return Phase{}, err
 	}
+	cpuBefore := r.serverCPU()
 	start := time.Now()
 	if err := act(); err != nil {
 		return Phase{}, err
@@ -539,8 +542,42 @@ func (r *run) measure(ctx context.Context, name string, act func() error, reache
 	p := NewPhase(reqs, elapsed, max(last.Sub(start), elapsed), recAfter.count-recBefore.count)
 	p.ReconcileSeconds = recAfter.seconds - recBefore.seconds
 	p.MeanLatencySeconds = r.latency.means()
+	p.ServerCPUSeconds = cpuSince(cpuBefore, r.serverCPU())
 	log.Info("settled", "after", p.SettledSeconds, "requests", p.Requests, "writes", p.WriteCount(), "reconciles", p.Reconciles)
 	return p, nil
+}
+
+// serverCPU reads the CPU time of the serverComponents; a component it cannot read is left out
+// (a cluster without process access, a component restarted by a fault).
+func (r *run) serverCPU() map[string]time.Duration {
+	c := r.env.Cluster()
+	if c == nil {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for _, comp := range serverComponents {
+		if d, err := c.CPUTime(cluster.Component(comp)); err == nil {
+			out[comp] = d
+		}
+	}
+	return out
+}
+
+// cpuSince returns the CPU seconds used between two serverCPU readings, per component read both
+// times (nil when none was).
+func cpuSince(before, after map[string]time.Duration) map[string]float64 {
+	var out map[string]float64
+	for comp, b := range before {
+		a, ok := after[comp]
+		if !ok || a < b {
+			continue // restarted in between: no figure rather than a wrong one
+		}
+		if out == nil {
+			out = map[string]float64{}
+		}
+		out[comp] = (a - b).Seconds()
+	}
+	return out
 }
 
 // settle waits until the manager has made no request and finished no reconcile for the quiet period

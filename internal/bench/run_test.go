@@ -2,6 +2,7 @@ package bench
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -133,5 +134,35 @@ func TestStatsFrom(t *testing.T) {
 	}
 	if diff := cmp.Diff(reconcileStats{count: 8, seconds: 1.75}, got, cmp.AllowUnexported(reconcileStats{})); diff != "" {
 		t.Errorf("statsFrom (-want +got):\n%s", diff)
+	}
+}
+
+func TestCPUSince(t *testing.T) {
+	cases := map[string]struct {
+		before, after map[string]time.Duration
+		want          map[string]float64
+	}{
+		"both read": {
+			before: map[string]time.Duration{"kube-apiserver": time.Second, "etcd": 0},
+			after:  map[string]time.Duration{"kube-apiserver": 3 * time.Second, "etcd": 500 * time.Millisecond},
+			want:   map[string]float64{"kube-apiserver": 2, "etcd": 0.5},
+		},
+		"restarted in between: left out": {
+			before: map[string]time.Duration{"kube-apiserver": 5 * time.Second, "etcd": time.Second},
+			after:  map[string]time.Duration{"kube-apiserver": time.Second, "etcd": 2 * time.Second},
+			want:   map[string]float64{"etcd": 1},
+		},
+		"not read after: left out": {
+			before: map[string]time.Duration{"kube-apiserver": time.Second},
+			after:  map[string]time.Duration{},
+		},
+		"no cluster": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, cpuSince(tc.before, tc.after)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

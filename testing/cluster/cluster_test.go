@@ -235,6 +235,7 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 func TestDeploymentBecomesAvailable(t *testing.T) {
 	c, cs := sharedCluster(t)
 	ns := newNamespace(t, cs)
+	cpuBefore := cpuTimes(t, c)
 	dep, err := cs.AppsV1().Deployments(ns).Create(t.Context(), newDeployment(ns, "web", 3), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create deployment: %v", err)
@@ -248,6 +249,13 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 		return deploymentAvailable(d), fmt.Sprintf("generation %d, status %+v", d.Generation, d.Status)
 	})
 	t.Logf("deployment available %s after create", time.Since(begin).Round(time.Millisecond))
+	// Making it available took work from the API server, etcd and the controller-manager.
+	cpuAfter := cpuTimes(t, c)
+	for comp, before := range cpuBefore {
+		if cpuAfter[comp] <= before {
+			t.Errorf("CPUTime(%s) = %s after the rollout, %s before: want it to grow", comp, cpuAfter[comp], before)
+		}
+	}
 
 	pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=web"})
 	if err != nil {
@@ -278,6 +286,20 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pods (-want +got):\n%s", diff)
 	}
+}
+
+// cpuTimes reads the CPU time of the components that take part in every rollout.
+func cpuTimes(t *testing.T, c *Cluster) map[Component]time.Duration {
+	t.Helper()
+	out := map[Component]time.Duration{}
+	for _, comp := range []Component{APIServer, Etcd, ControllerManager} {
+		d, err := c.CPUTime(comp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[comp] = d
+	}
+	return out
 }
 
 func TestGarbageCollection(t *testing.T) {

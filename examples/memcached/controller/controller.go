@@ -18,6 +18,11 @@ const (
 	// Name is the controller's name: its server-side apply field manager, the source of its events,
 	// the controller label of its metrics and the managed-by label of its children.
 	Name = "memcached-operator"
+	// DefaultMaxConcurrentReconciles is how many Memcacheds are reconciled at once unless the manager's
+	// options set it (ctrl.Options.Controller.MaxConcurrentReconciles, the --max-concurrent-reconciles
+	// flag of main). The library makes this safe: children are written with server-side apply, and a
+	// reconcile that starts before the cache shows the controller's own last write works on that write.
+	DefaultMaxConcurrentReconciles = 4
 	// Finalizer holds a Memcached until its children are gone, Service first.
 	Finalizer = "cache.convergo.dev/finalizer"
 )
@@ -31,9 +36,11 @@ const (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the Memcached controller with mgr.
+// Unless the manager's options set a concurrency, it reconciles DefaultMaxConcurrentReconciles
+// Memcacheds at once.
 func SetupWithManager(mgr ctrl.Manager) error {
 	s := &statusWriter{reader: mgr.GetClient()}
-	r := reconcile.NewReconciler(mgr, Children,
+	opts := []reconcile.ReconcilerOption{
 		reconcile.WithName(Name),
 		reconcile.WithFinalizer(Finalizer),
 		reconcile.WithStatus(s.status),
@@ -41,7 +48,11 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		// A scaling history in `kubectl describe memcached`: an event for every reconcile that
 		// changed a child (by default only removals get one).
 		reconcile.WithChangeEvents(),
-	)
+	}
+	if c := mgr.GetControllerOptions(); c.MaxConcurrentReconciles == 0 && len(c.GroupKindConcurrency) == 0 {
+		opts = append(opts, reconcile.WithMaxConcurrentReconciles(DefaultMaxConcurrentReconciles))
+	}
+	r := reconcile.NewReconciler(mgr, Children, opts...)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up memcached controller: %w", err)
 	}

@@ -24,6 +24,11 @@ const (
 	// Name is the controller's name: its server-side apply field manager, the source of its events,
 	// the controller label of its metrics and the managed-by label of its children.
 	Name = "welcome-operator"
+	// DefaultMaxConcurrentReconciles is how many Welcomes are reconciled at once unless the manager's
+	// options set it (ctrl.Options.Controller.MaxConcurrentReconciles, the --max-concurrent-reconciles
+	// flag of main). The library makes this safe: children are written with server-side apply, and a
+	// reconcile that starts before the cache shows the controller's own last write works on that write.
+	DefaultMaxConcurrentReconciles = 4
 	// Finalizer holds a Welcome until its children are gone, in reverse order.
 	Finalizer = "web.convergo.dev/finalizer"
 	// ReasonSecretNotFound is the Stalled (and Ready=False) reason while the password Secret is missing.
@@ -43,6 +48,8 @@ const (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the Welcome controller with mgr.
+// Unless the manager's options set a concurrency, it reconciles DefaultMaxConcurrentReconciles
+// Welcomes at once.
 //
 // Besides the Welcomes and their children, the controller watches Secrets (metadata only: the cache
 // never holds Secret data) and wakes the Welcomes whose spec.passwordSecretRef names a Secret that was
@@ -53,13 +60,17 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Welcome{}, passwordSecretIndex, passwordSecretName); err != nil {
 		return fmt.Errorf("set up welcome controller: index welcomes by password secret: %w", err)
 	}
-	r := reconcile.NewReconciler(mgr, w.children,
+	opts := []reconcile.ReconcilerOption{
 		reconcile.WithName(Name),
 		reconcile.WithFinalizer(Finalizer),
 		reconcile.WithStatus(w.status),
 		reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
 		reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata),
-	)
+	}
+	if c := mgr.GetControllerOptions(); c.MaxConcurrentReconciles == 0 && len(c.GroupKindConcurrency) == 0 {
+		opts = append(opts, reconcile.WithMaxConcurrentReconciles(DefaultMaxConcurrentReconciles))
+	}
+	r := reconcile.NewReconciler(mgr, w.children, opts...)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up welcome controller: %w", err)
 	}

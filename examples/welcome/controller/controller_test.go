@@ -426,3 +426,51 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestManyAtOnceMinimalWrites creates a dozen Welcomes at once, so that the controller's workers
+// (DefaultMaxConcurrentReconciles) reconcile several at a time while the children's events keep
+// arriving, and checks that converging them all costs exactly the job's writes: per Welcome one apply
+// per child, one finalizer patch and two status patches (Reconciling, then Ready), with no conflict
+// and no re-read of a Welcome.
+func TestManyAtOnceMinimalWrites(t *testing.T) {
+	const n = 12
+	env := harness.Default()
+	ns := env.Namespace(t)
+	counter := harness.NewRequestCounter()
+	env.StartManager(t, controller.SetupWithManager, harness.WithManagerConfig(counter.Wrap(env.Config)))
+	var wg sync.WaitGroup
+	keys := make([]client.ObjectKey, n)
+	for i := range n {
+		keys[i] = client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("w%02d", i)}
+		wg.Go(func() {
+			newWelcome(t, env, ns, keys[i].Name, v1alpha1.WelcomeSpec{Name: fmt.Sprintf("User %d", i)})
+		})
+	}
+	wg.Wait()
+	for _, key := range keys {
+		harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
+		optest.MarkDeploymentAvailable(t, env.Client, key)
+	}
+	for _, key := range keys {
+		harness.WaitForObject(t, env.Client, key, &v1alpha1.Welcome{}, timeout, conditionsAre(ready))
+	}
+	reqs := counter.Snapshot().InNamespace(ns)
+	got := map[string]int{}
+	for _, verb := range []string{"get", "patch", "update", "create"} {
+		for _, res := range []string{"welcomes", "welcomes/status", "configmaps", "deployments", "services"} {
+			if c := reqs.Count(verb, res); c > 0 {
+				got[verb+" "+res] = c
+			}
+		}
+	}
+	delete(got, "get configmaps") // a child's cache miss right after its creation is checked through the API reader
+	delete(got, "get deployments")
+	delete(got, "get services")
+	want := map[string]int{
+		"patch welcomes": n, "patch welcomes/status": 2 * n,
+		"patch configmaps": n, "patch deployments": n, "patch services": n,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests to converge %d Welcomes (-want +got):\n%s\nall requests:\n%s", n, diff, reqs)
+	}
+}

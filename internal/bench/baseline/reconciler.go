@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -39,6 +40,9 @@ const (
 type Reconciler struct {
 	client.Client
 	Scheme *runtime.Scheme
+	// MaxConcurrentReconciles is the number of workers; 0 keeps controller-runtime's default, 1, as
+	// tutorials do.
+	MaxConcurrentReconciles int
 }
 
 // SetupWithManager registers the reconciler under ControllerName, watching Welcomes and the
@@ -50,6 +54,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }
 

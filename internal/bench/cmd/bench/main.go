@@ -41,11 +41,29 @@ import (
 
 // implementations are the operators the bench knows, by name.
 var implementations = map[string]bench.Implementation{
-	"convergo": {Name: "convergo", Setup: controller.SetupWithManager},
-	"baseline": {Name: "baseline", Setup: func(mgr manager.Manager) error {
-		r := &baseline.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
-		return r.SetupWithManager(mgr)
-	}},
+	"convergo": {
+		Name: "convergo", Setup: controller.SetupWithManager,
+		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles)",
+			controller.DefaultMaxConcurrentReconciles),
+	},
+	"baseline": {
+		Name: "baseline",
+		Setup: func(mgr manager.Manager) error {
+			r := &baseline.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+			return r.SetupWithManager(mgr)
+		},
+		Description: "internal/bench/baseline, the tutorial way: 1 worker (controller-runtime's default, which tutorials keep)",
+	},
+	// Not measured by default: the baseline given as many workers as Convergo's operator, to show
+	// what the workers alone change (-impl convergo,baseline-4).
+	"baseline-4": {
+		Name: "baseline-4",
+		Setup: func(mgr manager.Manager) error {
+			r := &baseline.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), MaxConcurrentReconciles: 4}
+			return r.SetupWithManager(mgr)
+		},
+		Description: "internal/bench/baseline with 4 workers",
+	},
 }
 
 func main() {
@@ -74,7 +92,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.n, "n", bench.DefaultN, fmt.Sprintf("number of Welcome objects per implementation (1 to %d)", bench.MaxN))
 	fs.IntVar(&f.rounds, "rounds", bench.DefaultRounds, "how many times each implementation is measured; the report holds the medians")
 	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
-	fs.StringVar(&f.impls, "impl", "convergo,baseline", "comma-separated implementations to measure, in order: convergo, baseline")
+	fs.StringVar(&f.impls, "impl", "convergo,baseline", "comma-separated implementations to measure, in order: convergo, baseline, baseline-4 (the baseline with 4 workers)")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the markdown table")
 	fs.StringVar(&f.out, "out", "", "directory to write <date>-n<N>.md and <date>-n<N>.json to (e.g. bench/results); nothing is written without it")
 	fs.DurationVar(&f.timeout, "timeout", bench.DefaultPhaseTimeout, "how long each phase may take")
@@ -103,7 +121,7 @@ func selectImplementations(list string) ([]bench.Implementation, error) {
 		}
 		impl, ok := implementations[name]
 		if !ok {
-			return nil, fmt.Errorf("unknown implementation %q (known: convergo, baseline)", name)
+			return nil, fmt.Errorf("unknown implementation %q (known: convergo, baseline, baseline-4)", name)
 		}
 		seen[name] = true
 		out = append(out, impl)

@@ -1,0 +1,45 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicksPerSecond is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on every Linux
+// architecture Go supports.
+const clockTicksPerSecond = 100
+
+// processCPUTime reads utime and stime of pid from /proc/<pid>/stat.
+func processCPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU returns utime+stime of a /proc/<pid>/stat line. The command name (field 2) is in
+// parentheses and may hold spaces, so fields are counted after its closing parenthesis: state is
+// field 3, utime field 14, stime field 15.
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse /proc stat %q: no command name", stat)
+	}
+	fields := strings.Fields(stat[i+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("parse /proc stat: %d fields after the command name, want at least 13", len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse /proc stat: cpu time %q: %w", f, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicksPerSecond, nil
+}

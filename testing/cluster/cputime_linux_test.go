@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	cases := map[string]struct {
+		stat    string
+		want    time.Duration
+		wantErr bool
+	}{
+		"plain": {
+			stat: "1234 (kube-apiserver) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 100 0 0",
+			want: 3 * time.Second,
+		},
+		"a command name with spaces and parentheses": {
+			stat: "77 (my (odd) name) R 1 77 77 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 5 0 0",
+			want: 100 * time.Millisecond,
+		},
+		"no command name": {stat: "garbage", wantErr: true},
+		"too short":       {stat: "1 (x) S 1 2", wantErr: true},
+		"not a number":    {stat: "1 (x) S 1 1 1 0 -1 0 0 0 0 0 u s 0 0", wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := parseStatCPU(tc.stat)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error = %v, want error %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestProcessCPUTimeGrows reads the test binary's own CPU time around some work.
+func TestProcessCPUTimeGrows(t *testing.T) {
+	before, err := processCPUTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(300 * time.Millisecond)
+	x := 0
+	for time.Now().Before(deadline) {
+		x++
+	}
+	after, err := processCPUTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Errorf("cpu time %s after busy work, %s before: want it to grow (%d iterations)", after, before, x)
+	}
+}

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package cluster
+
+import (
+	"errors"
+	"time"
+)
+
+func processCPUTime(int) (time.Duration, error) {
+	return 0, errors.New("process cpu time is only read on linux (/proc)")
+}
