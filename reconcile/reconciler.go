@@ -213,7 +213,8 @@ func WithPollInterval(d time.Duration) ReconcilerOption {
 //
 // One reconcile runs these steps:
 //
-//  1. get T from the cache (not found: done);
+//  1. get T from the cache (not found: done), or what the Reconciler's own last write to T returned
+//     while the cache still shows a version that write superseded;
 //  2. being deleted: delete the graph in reverse order, run the cleanup hook, remove the finalizer;
 //  3. ensure the finalizer;
 //  4. build the graph (an *InvalidSpecError or an invalid graph stalls the object);
