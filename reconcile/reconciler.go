@@ -111,10 +111,12 @@ type reconcilerConfig struct {
 	owns          []client.Object
 	applierOpts   []Option
 	maxConcurrent int
-	recorder      events.EventRecorder
-	changeEvents  bool
-	pollInterval  time.Duration
-	watches       []extraWatch
+	// defaultMaxConcurrent applies when neither maxConcurrent nor the manager's options set a number.
+	defaultMaxConcurrent int
+	recorder             events.EventRecorder
+	changeEvents         bool
+	pollInterval         time.Duration
+	watches              []extraWatch
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -185,6 +187,14 @@ func WithApplierOptions(opts ...Option) ReconcilerOption {
 // write to the object works on what that write returned, so it does not repeat the write or conflict.
 func WithMaxConcurrentReconciles(n int) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.maxConcurrent = n }
+}
+
+// WithDefaultMaxConcurrentReconciles sets how many objects are reconciled at once when neither
+// WithMaxConcurrentReconciles nor the manager's options (Controller.MaxConcurrentReconciles or
+// GroupKindConcurrency) set a number: a default of the operator's that its main can still override
+// through the manager.
+func WithDefaultMaxConcurrentReconciles(n int) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.defaultMaxConcurrent = n }
 }
 
 // WithEventRecorder replaces the manager's event recorder (mgr.GetEventRecorder(name)), e.g. with
@@ -347,6 +357,11 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	r.changeEvents = cfg.changeEvents
 	if r.recorder == nil {
 		r.recorder = mgr.GetEventRecorder(r.name)
+	}
+	if r.maxConc <= 0 && cfg.defaultMaxConcurrent > 0 {
+		if c := mgr.GetControllerOptions(); c.MaxConcurrentReconciles <= 0 && len(c.GroupKindConcurrency) == 0 {
+			r.maxConc = cfg.defaultMaxConcurrent
+		}
 	}
 	r.handler = ownership.EnqueueTrackedOwner(r.newObj(), r.scheme)
 	r.metrics = newReconcilerMetrics(r.name)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -31,10 +32,12 @@ type rtManager struct {
 	manager.Manager
 	client client.Client
 	scheme *runtime.Scheme
+	ctrl   config.Controller
 }
 
 func (m rtManager) GetClient() client.Client                       { return m.client }
 func (m rtManager) GetScheme() *runtime.Scheme                     { return m.scheme }
+func (m rtManager) GetControllerOptions() config.Controller        { return m.ctrl }
 func (m rtManager) GetCache() cache.Cache                          { return nil }
 func (m rtManager) GetAPIReader() client.Reader                    { return m.client }
 func (m rtManager) GetEventRecorder(string) recorder.EventRecorder { return nil }
@@ -509,6 +512,36 @@ func TestReconcilerPassesOptionsOn(t *testing.T) {
 			got := settings{MaxConcurrent: r.maxConc, FieldManager: r.applier.FieldManager(), AdoptOrphans: r.applier.cfg.adoptOrphans}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDefaultMaxConcurrentReconciles: the operator's default applies only when nothing else sets a
+// number of workers.
+func TestDefaultMaxConcurrentReconciles(t *testing.T) {
+	s := rtScheme(t)
+	cases := map[string]struct {
+		mgr  config.Controller
+		opts []ReconcilerOption
+		want int
+	}{
+		"nothing else set":       {opts: []ReconcilerOption{WithDefaultMaxConcurrentReconciles(4)}, want: 4},
+		"the manager sets it":    {mgr: config.Controller{MaxConcurrentReconciles: 2}, opts: []ReconcilerOption{WithDefaultMaxConcurrentReconciles(4)}, want: 0},
+		"the manager sets kinds": {mgr: config.Controller{GroupKindConcurrency: map[string]int{"Widget.test.convergo.dev": 3}}, opts: []ReconcilerOption{WithDefaultMaxConcurrentReconciles(4)}, want: 0},
+		"the option sets it":     {opts: []ReconcilerOption{WithDefaultMaxConcurrentReconciles(4), WithMaxConcurrentReconciles(8)}, want: 8},
+		"no default":             {want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s, ctrl: tc.mgr}
+			r := NewReconciler(mgr, func(context.Context, *testapi.Widget) (*Graph, error) { return NewGraph(), nil },
+				append([]ReconcilerOption{WithEventRecorder(events.NewFakeRecorder(1))}, tc.opts...)...)
+			if r.initErr != nil {
+				t.Fatal(r.initErr)
+			}
+			if diff := cmp.Diff(tc.want, r.maxConc); diff != "" {
+				t.Errorf("workers (0: controller-runtime's choice from the manager) (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -40,7 +40,7 @@ const (
 // Memcacheds at once.
 func SetupWithManager(mgr ctrl.Manager) error {
 	s := &statusWriter{reader: mgr.GetClient()}
-	opts := []reconcile.ReconcilerOption{
+	r := reconcile.NewReconciler(mgr, Children,
 		reconcile.WithName(Name),
 		reconcile.WithFinalizer(Finalizer),
 		reconcile.WithStatus(s.status),
@@ -48,11 +48,8 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		// A scaling history in `kubectl describe memcached`: an event for every reconcile that
 		// changed a child (by default only removals get one).
 		reconcile.WithChangeEvents(),
-	}
-	if c := mgr.GetControllerOptions(); c.MaxConcurrentReconciles == 0 && len(c.GroupKindConcurrency) == 0 {
-		opts = append(opts, reconcile.WithMaxConcurrentReconciles(DefaultMaxConcurrentReconciles))
-	}
-	r := reconcile.NewReconciler(mgr, Children, opts...)
+		reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
+	)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up memcached controller: %w", err)
 	}

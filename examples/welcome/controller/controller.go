@@ -60,17 +60,14 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Welcome{}, passwordSecretIndex, passwordSecretName); err != nil {
 		return fmt.Errorf("set up welcome controller: index welcomes by password secret: %w", err)
 	}
-	opts := []reconcile.ReconcilerOption{
+	r := reconcile.NewReconciler(mgr, w.children,
 		reconcile.WithName(Name),
 		reconcile.WithFinalizer(Finalizer),
 		reconcile.WithStatus(w.status),
 		reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
 		reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata),
-	}
-	if c := mgr.GetControllerOptions(); c.MaxConcurrentReconciles == 0 && len(c.GroupKindConcurrency) == 0 {
-		opts = append(opts, reconcile.WithMaxConcurrentReconciles(DefaultMaxConcurrentReconciles))
-	}
-	r := reconcile.NewReconciler(mgr, w.children, opts...)
+		reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
+	)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up welcome controller: %w", err)
 	}
