@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -114,57 +112,31 @@ func WithRecreateOnImmutable() Option {
 	return func(c *applierConfig) { c.recreateOnImmutable = true }
 }
 
-// WithAPIReader gives the Applier a reader that goes to the API server (mgr.GetAPIReader()). It is
-// used in one case only: the cache does not show a child this Applier created moments ago with the
-// same intent. Then one GET through r tells whether the child exists (the cache lags: no second
-// write) or not (it is created again). Without an API reader such a child is applied again, which is
-// harmless but is a write. The Reconciler passes the manager's API reader.
+// WithAPIReader gives the Applier a reader that goes to the API server (mgr.GetAPIReader()). The
+// Applier reads through it exactly where its cache cannot be trusted: a child the cache does not show
+// although this Applier wrote it moments ago, a child that exists although the cache does not show it
+// (found by a create that refused to overwrite it), and, during deletion, a child whose absence from
+// the cache is not yet confirmed. Without it the Applier's own client is used, which is right for a
+// client that reads from the API server and too weak for the manager's cached client. The Reconciler
+// passes the manager's API reader.
 func WithAPIReader(r client.Reader) Option {
 	return func(c *applierConfig) { c.apiReader = r }
 }
 
 // Applier applies owned children with zero spurious writes. Give it the manager's client, which
-// reads from the cache: the drift check then costs no request, and only a child that does not hold
-// its intent is written (server-side apply). An Applier is safe for concurrent use.
+// reads from the cache, and the manager's API reader (WithAPIReader): the drift check then costs no
+// request, only a child that does not hold its intent is written (server-side apply), and every
+// answer that rests on a child's absence or identity comes from the API server or from the Applier's
+// record of its own writes, never from the cache alone. An Applier is safe for concurrent use.
 type Applier struct {
 	client client.Client
 	scheme *runtime.Scheme
 	cfg    applierConfig
-
-	mu sync.Mutex
-	// written remembers, per child, the resourceVersion the cache showed before our last write, so
-	// a cache that has not yet seen that write does not cause the same write again.
-	written map[applyKey]applyRecord
-	// created remembers, per child, when this Applier created it and with which intent, so that a
-	// cache that does not show the new child yet can be checked with the API reader.
-	created map[applyKey]createRecord
-	// now is the clock of the created records; a variable for tests.
-	now func() time.Time
-}
-
-// createWindow is how long after creating a child a cache miss for it is checked with the API reader
-// before creating it again. A cache normally catches up within milliseconds; the window only bounds
-// the records kept.
-const createWindow = 10 * time.Second
-
-// maxRemembered bounds the records of recent writes (one per child written since the cache last
-// caught up).
-const maxRemembered = 4096
-
-type applyKey struct {
-	gvk schema.GroupVersionKind
-	key client.ObjectKey
-}
-
-type applyRecord struct {
-	uid      types.UID
-	rvBefore string
-	hash     string
-}
-
-type createRecord struct {
-	hash string
-	at   time.Time
+	// reader answers where the cache cannot: cfg.apiReader, or the client.
+	reader client.Reader
+	// known records the Applier's own writes and deletions the cache may not show yet; a Reconciler
+	// shares it for its writes to the reconciled object.
+	known *knowledge
 }
 
 // NewApplier returns an Applier writing through c. scheme maps Go types to kinds; nil means
@@ -177,8 +149,11 @@ func NewApplier(c client.Client, scheme *runtime.Scheme, opts ...Option) *Applie
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Applier{client: c, scheme: scheme, cfg: cfg, written: map[applyKey]applyRecord{},
-		created: map[applyKey]createRecord{}, now: time.Now}
+	reader := cfg.apiReader
+	if reader == nil {
+		reader = c
+	}
+	return &Applier{client: c, scheme: scheme, cfg: cfg, reader: reader, known: newKnowledge()}
 }
 
 // Client returns the client the Applier reads and writes with.
@@ -224,106 +199,174 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Oper
 // cached object when nothing was sent. It is nil when the child does not exist (e.g. after
 // OperationRecreated while the old object is still being deleted).
 func (a *Applier) ApplyAndGet(ctx context.Context, owner, desired client.Object) (client.Object, Operation, error) {
+	c, err := a.newCall(owner, desired)
+	if err != nil {
+		return nil, "", err
+	}
+	live, err := a.current(ctx, c)
+	if err != nil {
+		return nil, "", fmt.Errorf("apply %s: read live object: %w", c.what, err)
+	}
+	return a.converge(ctx, c, live, true)
+}
+
+// applyCall is one Apply: the prepared copy of desired, its intent and identity.
+type applyCall struct {
+	owner  client.Object
+	obj    client.Object
+	gvk    schema.GroupVersionKind
+	id     objectID
+	what   string
+	intent map[string]any
+	hash   string
+}
+
+func (c *applyCall) ownerUID() types.UID {
+	if c.owner == nil {
+		return ""
+	}
+	return c.owner.GetUID()
+}
+
+// newCall prepares a copy of desired (namespace, ownership, tracking) and computes its intent.
+func (a *Applier) newCall(owner, desired client.Object) (*applyCall, error) {
 	obj, ok := desired.DeepCopyObject().(client.Object)
 	if !ok {
-		return nil, "", fmt.Errorf("apply %T: not a client.Object", desired)
+		return nil, fmt.Errorf("apply %T: not a client.Object", desired)
 	}
 	gvk, err := apiutil.GVKForObject(obj, a.scheme)
 	if err != nil {
-		return nil, "", fmt.Errorf("apply %T %s: %w", desired, desired.GetName(), err)
+		return nil, fmt.Errorf("apply %T %s: %w", desired, desired.GetName(), err)
 	}
 	if err := a.prepare(owner, obj, gvk); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	key := client.ObjectKeyFromObject(obj)
-	what := kobj.DescribeKey(gvk.Kind, key)
-	intent, err := Intent(obj, a.scheme)
-	if err != nil {
-		return nil, "", fmt.Errorf("apply %s: %w", what, err)
+	c := &applyCall{owner: owner, obj: obj, gvk: gvk, id: idOf(gvk.GroupKind(), obj)}
+	c.what = kobj.DescribeKey(gvk.Kind, c.id.key)
+	if c.intent, err = Intent(obj, a.scheme); err != nil {
+		return nil, fmt.Errorf("apply %s: %w", c.what, err)
 	}
-	hash, err := IntentHash(intent)
-	if err != nil {
-		return nil, "", fmt.Errorf("apply %s: %w", what, err)
+	if c.hash, err = IntentHash(c.intent); err != nil {
+		return nil, fmt.Errorf("apply %s: %w", c.what, err)
 	}
-	setIntentHash(intent, hash)
-
-	live := kobj.New(obj)
-	op := OperationUpdated
-	k := applyKey{gvk, key}
-	err = a.client.Get(ctx, key, live)
-	switch {
-	case err == nil:
-		a.forgetCreate(k) // the cache shows the child
-	case apierrors.IsNotFound(err) && a.createdRecently(k, hash):
-		if fresh, found := a.readCreated(ctx, k, obj, what); found {
-			live, err = fresh, nil
-		}
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		op = OperationCreated
-	case err != nil:
-		return nil, "", fmt.Errorf("apply %s: read live object: %w", what, err)
-	default:
-		if live.GetDeletionTimestamp() != nil {
-			return live, "", fmt.Errorf("apply %s: %w", what, ErrTerminating)
-		}
-		if owner != nil {
-			if err := a.checkOwner(owner, live); err != nil {
-				return live, "", fmt.Errorf("apply %s: %w", what, err)
-			}
-		}
-		content, err := liveContent(live)
-		if err != nil {
-			return live, "", fmt.Errorf("apply %s: %w", what, err)
-		}
-		// Typed objects read from a cache carry no apiVersion/kind; we read by that very kind.
-		content["apiVersion"], content["kind"] = intent["apiVersion"], intent["kind"]
-		_, unstructuredIntent := obj.(runtime.Unstructured)
-		same, path := isSubset(intent, content, unstructuredIntent)
-		if same && live.GetAnnotations()[AnnotationIntentHash] == hash {
-			return live, OperationUnchanged, nil
-		}
-		if a.awaitingCache(k, live, hash) {
-			logf.FromContext(ctx).V(1).Info("cache has not seen our last write yet; not writing again", "object", what)
-			return live, OperationUnchanged, nil
-		}
-		logf.FromContext(ctx).V(1).Info("child drifted from its intent", "object", what, "firstDifference", path,
-			"hashMatches", live.GetAnnotations()[AnnotationIntentHash] == hash)
-	}
-
-	result, err := a.serverSideApply(ctx, intent, obj, gvk)
-	if err != nil {
-		if fields, ok := immutableFields(err); ok && op == OperationUpdated {
-			return a.immutable(ctx, live, intent, obj, gvk, fields, err)
-		}
-		return nil, "", fmt.Errorf("apply %s: %w", what, err)
-	}
-	switch op {
-	case OperationUpdated:
-		a.remember(k, live, hash)
-	case OperationCreated:
-		a.rememberCreate(k, hash)
-	}
-	return result, op, nil
+	setIntentHash(c.intent, c.hash)
+	return c, nil
 }
 
-// readCreated reads a child this Applier created moments ago, and the cache does not show yet,
-// through the API reader, and reports whether it exists. Not found, it is created again; an error of
-// the API reader counts as not found, so the caller behaves as without an API reader.
-func (a *Applier) readCreated(ctx context.Context, k applyKey, obj client.Object, what string) (client.Object, bool) {
-	fresh := kobj.New(obj)
-	err := a.cfg.apiReader.Get(ctx, k.key, fresh)
+// current returns the live child as far as the Applier can tell without writing: the cache's copy,
+// or nil when it is absent. A cache miss for a child this Applier wrote and the cache has not shown
+// yet, and a cached copy of a child this Applier deleted, are read once from the API server instead.
+// A plain cache miss is left to the create, which refuses to overwrite an object that exists.
+func (a *Applier) current(ctx context.Context, c *applyCall) (client.Object, error) {
+	live := kobj.New(c.obj)
+	err := a.client.Get(ctx, c.id.key, live)
+	switch {
+	case err == nil && a.known.deleteSent(c.id, live.GetUID()):
+		return a.readLive(ctx, c)
+	case err == nil:
+		return live, nil
+	case apierrors.IsNotFound(err) && a.known.unseenWrite(c.id):
+		logf.FromContext(ctx).V(1).Info("cache does not show a child we wrote; reading it from the API server", "object", c.what)
+		return a.readLive(ctx, c)
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	}
+	return nil, err
+}
+
+// readLive reads the child from the API server (the Applier's reader); nil when it does not exist.
+func (a *Applier) readLive(ctx context.Context, c *applyCall) (client.Object, error) {
+	live := kobj.New(c.obj)
+	if err := a.reader.Get(ctx, c.id.key, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return live, nil
+}
+
+// converge creates the child when live is nil, or judges live and writes only on drift. Every write is
+// conditional, so a cache that lags or hides objects can cost a read, never an invariant: a create
+// fails when the object exists (it is then read from the API server and judged: never stolen, never
+// overwritten), and an update applies only to the very object judged (same UID), not to one deleted
+// or replaced meanwhile. retry allows one such re-read.
+func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object, retry bool) (client.Object, Operation, error) {
+	if live == nil {
+		result, err := a.serverSideApply(ctx, c, createOnly)
+		switch {
+		case err == nil:
+			a.known.wrote(c.id, c.ownerUID(), kobj.New(c.obj), "", result, c.hash, false)
+			return result, OperationCreated, nil
+		case apierrors.IsConflict(err) && retry:
+			logf.FromContext(ctx).V(1).Info("child exists although the cache does not show it; reading it from the API server", "object", c.what)
+			fresh, err := a.readLive(ctx, c)
+			switch {
+			case err != nil:
+				return nil, "", fmt.Errorf("apply %s: read live object: %w", c.what, err)
+			case fresh == nil && a.cfg.apiReader == nil:
+				return nil, "", fmt.Errorf("apply %s: it exists, but the Applier's client does not show it (a cache that lags or is filtered); give the Applier a reader that goes to the API server: reconcile.WithAPIReader(mgr.GetAPIReader())", c.what)
+			}
+			return a.converge(ctx, c, fresh, false)
+		}
+		return nil, "", fmt.Errorf("apply %s: %w", c.what, err)
+	}
+	if live.GetDeletionTimestamp() != nil {
+		return live, "", fmt.Errorf("apply %s: %w", c.what, ErrTerminating)
+	}
+	if c.owner != nil {
+		if err := a.checkOwner(c.owner, live); err != nil {
+			return live, "", fmt.Errorf("apply %s: %w", c.what, err)
+		}
+	}
+	same, path, err := a.holds(c, live)
+	if err != nil {
+		return live, "", fmt.Errorf("apply %s: %w", c.what, err)
+	}
+	if same {
+		return live, OperationUnchanged, nil
+	}
+	if a.known.lagging(c.id, live, c.hash) {
+		logf.FromContext(ctx).V(1).Info("cache has not seen our last write yet; not writing again", "object", c.what)
+		return live, OperationUnchanged, nil
+	}
+	logf.FromContext(ctx).V(1).Info("child drifted from its intent", "object", c.what, "firstDifference", path)
+	result, err := a.serverSideApply(ctx, c, sameObject(live))
 	switch {
 	case err == nil:
-		logf.FromContext(ctx).V(1).Info("cache does not show the child we just created; read it from the API server", "object", what)
-		return fresh, true
-	case apierrors.IsNotFound(err):
-		a.forgetCreate(k)
-	default:
-		logf.FromContext(ctx).V(1).Info("cannot read a child we just created from the API server; applying it", "object", what, "error", err.Error())
+		a.known.wrote(c.id, c.ownerUID(), kobj.New(c.obj), live.GetResourceVersion(), result, c.hash, false)
+		return result, OperationUpdated, nil
+	case identityChanged(err) && !retry:
+		return nil, "", fmt.Errorf("apply %s: the child was deleted or replaced while it was applied: %w", c.what, err)
+	case identityChanged(err):
+		logf.FromContext(ctx).V(1).Info("child was deleted or replaced since it was read; reading it from the API server", "object", c.what)
+		fresh, err := a.readLive(ctx, c)
+		if err != nil {
+			return nil, "", fmt.Errorf("apply %s: read live object: %w", c.what, err)
+		}
+		return a.converge(ctx, c, fresh, false)
 	}
-	return nil, false
+	if fields, ok := immutableFields(err); ok {
+		return a.immutable(ctx, c, live, fields, err)
+	}
+	return nil, "", fmt.Errorf("apply %s: %w", c.what, err)
+}
+
+// holds reports whether live holds c's intent: every field it sets, compared by each list's merge
+// semantics (see isSubset), and the intent hash annotation; path is the first difference.
+func (a *Applier) holds(c *applyCall, live client.Object) (bool, string, error) {
+	content, err := liveContent(live)
+	if err != nil {
+		return false, "", err
+	}
+	// Typed objects read from a cache carry no apiVersion/kind; we read by that very kind.
+	content["apiVersion"], content["kind"] = c.intent["apiVersion"], c.intent["kind"]
+	_, unstructuredIntent := c.obj.(runtime.Unstructured)
+	same, path := isSubsetWith(c.intent, content, unstructuredIntent, schemaFor(c.gvk))
+	if same && live.GetAnnotations()[AnnotationIntentHash] != c.hash {
+		return false, "metadata.annotations." + AnnotationIntentHash, nil
+	}
+	return same, path, nil
 }
 
 // prepare sets namespace, ownership and tracking on obj, the caller's copy of desired.
@@ -391,41 +434,93 @@ func (a *Applier) checkOwner(owner, live client.Object) error {
 	return &OrphanError{Child: childRef, Owner: ownerRef}
 }
 
-func (a *Applier) serverSideApply(ctx context.Context, intent map[string]any, obj client.Object, gvk schema.GroupVersionKind) (client.Object, error) {
-	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(intent)}
+// createOnlyVersion is the resourceVersion a create-only apply carries. A server-side apply with a
+// resourceVersion is refused with 409 Conflict unless the live object has that version, and creates the
+// object when there is none; no object ever has version "1" (etcd's first write is revision 2).
+const createOnlyVersion = "1"
+
+// applyGuard says which object an apply may write: none yet (create), or the one with a UID.
+type applyGuard struct {
+	create bool
+	uid    types.UID
+}
+
+// createOnly guards a create: the apply fails with a conflict when the object exists.
+var createOnly = applyGuard{create: true}
+
+// sameObject guards an update: the apply writes only the object with live's UID (422 or 409 when it
+// was replaced or is gone, see identityChanged). Objects without UID (fake clients) are not guarded.
+func sameObject(live client.Object) applyGuard { return applyGuard{uid: live.GetUID()} }
+
+// serverSideApply sends the intent with the Applier's field manager, forcing ownership of its fields,
+// under guard g.
+func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuard) (client.Object, error) {
+	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(c.intent)}
+	switch {
+	case g.create:
+		u.SetResourceVersion(createOnlyVersion)
+	case g.uid != "":
+		u.SetUID(g.uid)
+	}
 	if err := a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(a.cfg.fieldManager), client.ForceOwnership); err != nil {
 		return nil, err
 	}
-	if _, ok := obj.(runtime.Unstructured); ok {
-		u.SetGroupVersionKind(gvk)
+	if _, ok := c.obj.(runtime.Unstructured); ok {
+		u.SetGroupVersionKind(c.gvk)
 		return u, nil
 	}
-	out := kobj.New(obj)
+	out := kobj.New(c.obj)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
 		return nil, fmt.Errorf("convert server answer: %w", err)
 	}
 	return out, nil
 }
 
-// immutable handles a rejected change to immutable fields: an error, or with recreateOnImmutable
-// a deletion of the live object (UID precondition) followed by one attempt to create it again.
-func (a *Applier) immutable(ctx context.Context, live client.Object, intent map[string]any, obj client.Object, gvk schema.GroupVersionKind, fields []string, cause error) (client.Object, Operation, error) {
-	childRef := ownership.Reference{Group: gvk.Group, Kind: gvk.Kind, Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID()}
-	what := kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(live))
-	if !a.cfg.recreateOnImmutable {
-		return nil, "", fmt.Errorf("apply %s: %w", what, &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
+// identityChanged reports whether a UID-guarded apply failed because the object is no longer the one
+// judged: replaced by another (422 on metadata.uid) or gone (409 "uid mismatch").
+func identityChanged(err error) bool {
+	if apierrors.IsConflict(err) {
+		return strings.Contains(err.Error(), "uid mismatch")
 	}
-	logf.FromContext(ctx).Info("recreating child to change immutable fields", "object", what, "fields", fields)
-	if err := deleteExact(ctx, a.client, live); err != nil {
-		return nil, "", fmt.Errorf("apply %s: recreate: %w", what, err)
+	if !apierrors.IsInvalid(err) {
+		return false
 	}
-	result, err := a.serverSideApply(ctx, intent, obj, gvk)
-	if err != nil {
-		if _, still := immutableFields(err); still {
-			return nil, OperationRecreated, nil // the old object is still being deleted
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if d := status.Status().Details; d != nil {
+			for _, c := range d.Causes {
+				if c.Field == "metadata.uid" {
+					return true
+				}
+			}
 		}
-		return nil, "", fmt.Errorf("apply %s: recreate: %w", what, err)
 	}
+	return false
+}
+
+// immutable handles a rejected change to immutable fields: an error, or with recreateOnImmutable
+// a deletion of the live object (UID precondition) followed by one create-only apply.
+func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Object, fields []string, cause error) (client.Object, Operation, error) {
+	childRef := ownership.Reference{Group: c.gvk.Group, Kind: c.gvk.Kind, Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID()}
+	if !a.cfg.recreateOnImmutable {
+		return nil, "", fmt.Errorf("apply %s: %w", c.what, &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
+	}
+	logf.FromContext(ctx).Info("recreating child to change immutable fields", "object", c.what, "fields", fields)
+	issued, err := deleteExactly(ctx, a.client, live)
+	if err != nil {
+		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
+	}
+	if issued {
+		a.known.sentDelete(c.id, c.ownerUID(), kobj.New(c.obj), live.GetUID(), false)
+	}
+	result, err := a.serverSideApply(ctx, c, createOnly)
+	switch {
+	case apierrors.IsConflict(err):
+		return nil, OperationRecreated, nil // the old object is still being deleted
+	case err != nil:
+		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
+	}
+	a.known.wrote(c.id, c.ownerUID(), kobj.New(c.obj), "", result, c.hash, false)
 	return result, OperationRecreated, nil
 }
 
@@ -459,7 +554,7 @@ func immutableFields(err error) ([]string, bool) {
 	if errors.As(err, &status) {
 		if d := status.Status().Details; d != nil {
 			for _, c := range d.Causes {
-				if isImmutableMessage(c.Message) {
+				if c.Field != "metadata.uid" && isImmutableMessage(c.Message) {
 					found = true
 					if c.Field != "" && !slices.Contains(fields, c.Field) {
 						fields = append(fields, c.Field)
@@ -481,74 +576,6 @@ func isImmutableMessage(msg string) bool {
 		}
 	}
 	return false
-}
-
-// awaitingCache reports whether live is the very version the cache showed before our last write of
-// the same intent: the cache lags behind, and writing again would be spurious.
-func (a *Applier) awaitingCache(k applyKey, live client.Object, hash string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	rec, ok := a.written[k]
-	if !ok {
-		return false
-	}
-	if rec.uid == live.GetUID() && rec.rvBefore == live.GetResourceVersion() && rec.hash == hash {
-		return true
-	}
-	delete(a.written, k) // the cache moved on
-	return false
-}
-
-func (a *Applier) remember(k applyKey, live client.Object, hash string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.written) >= maxRemembered {
-		clear(a.written) // records of children that are gone; losing them costs at most a write
-	}
-	a.written[k] = applyRecord{uid: live.GetUID(), rvBefore: live.GetResourceVersion(), hash: hash}
-}
-
-// createdRecently reports whether this Applier created the child k with intent hash within
-// createWindow and can ask the API server about it.
-func (a *Applier) createdRecently(k applyKey, hash string) bool {
-	if a.cfg.apiReader == nil {
-		return false
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	rec, ok := a.created[k]
-	if !ok {
-		return false
-	}
-	if rec.hash != hash || a.now().Sub(rec.at) > createWindow {
-		delete(a.created, k)
-		return false
-	}
-	return true
-}
-
-// rememberCreate records that this Applier created the child k with intent hash (only with an API
-// reader, the one user of the record).
-func (a *Applier) rememberCreate(k applyKey, hash string) {
-	if a.cfg.apiReader == nil {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.created) >= maxRemembered {
-		clear(a.created) // losing them costs at most a write
-	}
-	a.created[k] = createRecord{hash: hash, at: a.now()}
-}
-
-// forgetCreate drops the create record of k: the cache shows the child, or it is gone.
-func (a *Applier) forgetCreate(k applyKey) {
-	if a.cfg.apiReader == nil {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.created, k)
 }
 
 func setIntentHash(intent map[string]any, hash string) {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,7 +70,7 @@ func (w *writeCounter) funcs() interceptor.Funcs {
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			w.inc()
-			return c.Apply(ctx, obj, opts...)
+			return guardedApply(ctx, c, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			w.inc()
@@ -79,13 +79,48 @@ func (w *writeCounter) funcs() interceptor.Funcs {
 	}
 }
 
+// newFake returns a fake client holding objs whose writes w counts (when not nil). Its server-side
+// apply honours the guards the Applier sends as the API server does (proven on the real server by
+// TestIntegrationApplyGuards): metadata.resourceVersion makes an apply fail with a conflict unless the
+// object has that version (so "1" means create only), metadata.uid unless the object has that UID.
 func newFake(t testing.TB, w *writeCounter, objs ...client.Object) client.WithWatch {
 	t.Helper()
 	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(testMapper()).WithObjects(objs...)
-	if w != nil {
-		b = b.WithInterceptorFuncs(w.funcs())
+	if w == nil {
+		w = &writeCounter{}
 	}
-	return b.Build()
+	return b.WithInterceptorFuncs(w.funcs()).Build()
+}
+
+// guardedApply applies obj through c as the API server does with a resourceVersion or UID in it.
+func guardedApply(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	u, ok := obj.(runtime.Unstructured)
+	if !ok {
+		return c.Apply(ctx, obj, opts...)
+	}
+	md, _ := u.UnstructuredContent()["metadata"].(map[string]any)
+	rv, _ := md["resourceVersion"].(string)
+	uid, _ := md["uid"].(string)
+	delete(md, "resourceVersion")
+	delete(md, "uid")
+	if rv != "" || uid != "" {
+		live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.UnstructuredContent()["apiVersion"], "kind": u.UnstructuredContent()["kind"]}}
+		name, _ := md["name"].(string)
+		ns, _ := md["namespace"].(string)
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, live)
+		gr := schema.GroupResource{Resource: "objects"}
+		switch {
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		case rv != "" && err == nil && (live.GetResourceVersion() != rv || rv == "1"): // no real object has version 1
+			return apierrors.NewConflict(gr, name, errors.New("the object has been modified"))
+		case uid != "" && apierrors.IsNotFound(err):
+			return apierrors.NewConflict(gr, name, errors.New("uid mismatch: the provided object specified uid "+uid+", and no existing object was found"))
+		case uid != "" && string(live.GetUID()) != uid:
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Object"}, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+		}
+	}
+	return c.Apply(ctx, obj, opts...)
 }
 
 func owner(name string) *corev1.ConfigMap {
@@ -515,36 +550,34 @@ func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 }
 
 // TestApplyDoesNotCreateTwiceWhileCacheLags: the cache does not show a child the Applier has just
-// created; with an API reader the second Apply reads it once from the API server instead of writing
-// it again, and writes only when the child is really gone, the intent changed, or the record is old.
+// created; the second Apply reads it once from the API server instead of writing it again, and writes
+// only when the child is really gone or does not hold the intent. Without an API reader, the Applier
+// reads with its own client, here the cache: it cannot tell, and says what to do.
 func TestApplyDoesNotCreateTwiceWhileCacheLags(t *testing.T) {
 	cases := map[string]struct {
 		noReader   bool
 		readerErr  error
-		between    func(t *testing.T, server client.Client, clock *time.Time) // after the create
+		between    func(t *testing.T, server client.Client) // after the create
 		secondData string
 		wantOp     Operation
+		wantErr    string
 		wantWrites int // by the second Apply
 		wantReads  int
 	}{
-		"without API reader, applied again": {noReader: true, wantOp: OperationCreated, wantWrites: 1},
-		"found through the API reader":      {wantOp: OperationUnchanged, wantReads: 1},
+		"without API reader":           {noReader: true, wantErr: "WithAPIReader", wantWrites: 1},
+		"found through the API reader": {wantOp: OperationUnchanged, wantReads: 1},
 		"deleted meanwhile": {
-			between: func(t *testing.T, server client.Client, _ *time.Time) {
+			between: func(t *testing.T, server client.Client) {
 				if err := server.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "child"}}); err != nil {
 					t.Fatal(err)
 				}
 			},
 			wantOp: OperationCreated, wantWrites: 1, wantReads: 1,
 		},
-		"intent changed":   {secondData: "v2", wantOp: OperationCreated, wantWrites: 1},
-		"API reader fails": {readerErr: errors.New("connection refused"), wantOp: OperationCreated, wantWrites: 1, wantReads: 1},
-		"created long ago": {
-			between: func(_ *testing.T, _ client.Client, clock *time.Time) { *clock = clock.Add(createWindow + time.Second) },
-			wantOp:  OperationCreated, wantWrites: 1,
-		},
+		"intent changed":   {secondData: "v2", wantOp: OperationUpdated, wantWrites: 1, wantReads: 1},
+		"API reader fails": {readerErr: errors.New("connection refused"), wantErr: "connection refused", wantReads: 1},
 		"modified meanwhile": {
-			between: func(t *testing.T, server client.Client, _ *time.Time) {
+			between: func(t *testing.T, server client.Client) {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "child"}}
 				if err := server.Patch(t.Context(), cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"changed"}}`))); err != nil {
 					t.Fatal(err)
@@ -569,14 +602,12 @@ func TestApplyDoesNotCreateTwiceWhileCacheLags(t *testing.T) {
 				opts = append(opts, WithAPIReader(reader))
 			}
 			a := NewApplier(cache, nil, opts...)
-			clock := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-			a.now = func() time.Time { return clock }
 			app := owner("app")
 			if op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"})); err != nil || op != OperationCreated {
 				t.Fatalf("first apply = %s, %v; want Created", op, err)
 			}
 			if tc.between != nil {
-				tc.between(t, server, &clock)
+				tc.between(t, server)
 			}
 			data := "v"
 			if tc.secondData != "" {
@@ -584,6 +615,15 @@ func TestApplyDoesNotCreateTwiceWhileCacheLags(t *testing.T) {
 			}
 			w.n = 0
 			live, op, err := a.ApplyAndGet(t.Context(), app, desiredCM(map[string]string{"k": data}))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("second apply: error %v, want one containing %q", err, tc.wantErr)
+				}
+				if w.n != tc.wantWrites || reader.gets != tc.wantReads {
+					t.Errorf("second apply: %d writes and %d reads, want %d and %d", w.n, reader.gets, tc.wantWrites, tc.wantReads)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -496,39 +496,70 @@ func (g *Graph) DeleteChildren(ctx context.Context, a *Applier, owner client.Obj
 	return res, nil
 }
 
-// deleteIfOurs looks desired's live object up in the cache. When it exists and belongs to owner it
-// is returned, and deleted unless already terminating; issued reports whether a deletion was sent
-// and the API server accepted it.
+// deleteIfOurs deletes desired's live object when it is owner's and not gone, and returns it while it
+// still exists (nil once it is gone); issued reports whether this call's DELETE was accepted. Absence
+// is never taken from the cache alone: a cache miss counts as gone only when the API server said so
+// before, or when the cache showed the very UID whose deletion we sent (its informer has seen it go);
+// otherwise the child is read once from the API server. Each child's DELETE is sent once.
 func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object) (live client.Object, issued bool, err error) {
 	gvk, err := apiutil.GVKForObject(desired, a.scheme)
 	if err != nil {
 		return nil, false, err
 	}
-	id, err := a.identityOf(desired, owner)
+	cid, err := a.identityOf(desired, owner)
 	if err != nil {
 		return nil, false, err
 	}
-	live = kobj.New(desired)
-	key := client.ObjectKey{Namespace: id.namespace, Name: id.name}
-	if err := a.client.Get(ctx, key, live); err != nil {
+	id := objectID{gk: gvk.GroupKind(), key: client.ObjectKey{Namespace: cid.namespace, Name: cid.name}}
+	cached := kobj.New(desired)
+	err = a.client.Get(ctx, id.key, cached)
+	switch {
+	case err == nil && a.known.isGone(id, cached.GetUID()):
+		return nil, false, nil // the cache has not seen the deletion the API server confirmed
+	case err == nil && (belongsTo(cached, owner) || !a.known.unseenWrite(id)):
+		return a.deleteLive(ctx, owner, id, kobj.New(desired), cached, true)
+	case err == nil, apierrors.IsNotFound(err) && !a.known.goneByCache(id):
+		return a.deleteRead(ctx, owner, id, kobj.New(desired))
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	}
+	return nil, false, err
+}
+
+// deleteRead reads the child id from the API server and deletes it when it is owner's.
+func (a *Applier) deleteRead(ctx context.Context, owner client.Object, id objectID, proto client.Object) (client.Object, bool, error) {
+	fresh := kobj.New(proto)
+	if err := a.reader.Get(ctx, id.key, fresh); err != nil {
 		if apierrors.IsNotFound(err) {
+			a.known.confirmGone(id, "")
 			return nil, false, nil
 		}
 		return nil, false, err
 	}
-	if !belongsTo(live, owner) {
-		return nil, false, nil // a foreign object, or a successor with another UID that is not ours
+	return a.deleteLive(ctx, owner, id, proto, fresh, false)
+}
+
+// deleteLive deletes live (UID precondition, background propagation) unless it is not owner's, is
+// already being deleted, or our DELETE of it was accepted before; it returns live while it exists.
+// seen says whether live came from the cache.
+func (a *Applier) deleteLive(ctx context.Context, owner client.Object, id objectID, proto, live client.Object, seen bool) (client.Object, bool, error) {
+	switch {
+	case !belongsTo(live, owner):
+		return nil, false, nil // a foreign object, or a successor that is not ours: ours is gone
+	case live.GetDeletionTimestamp() != nil, a.known.deleteSent(id, live.GetUID()):
+		return live, false, nil // being deleted: wait for it
 	}
-	if live.GetDeletionTimestamp() == nil {
-		issued, err = deleteExactly(ctx, a.client, live)
-		if err != nil {
-			return live, false, err
-		}
-		if issued {
-			logf.FromContext(ctx).V(1).Info("deleted child", "object", kobj.DescribeKey(gvk.Kind, key))
-		}
+	issued, err := deleteExactly(ctx, a.client, live)
+	switch {
+	case err != nil:
+		return live, false, err
+	case !issued:
+		a.known.confirmGone(id, live.GetUID()) // the API server answered 404, or another UID holds the name
+		return nil, false, nil
 	}
-	return live, issued, nil
+	a.known.sentDelete(id, owner.GetUID(), proto, live.GetUID(), seen)
+	logf.FromContext(ctx).V(1).Info("deleted child", "object", kobj.DescribeKey(id.gk.Kind, id.key))
+	return live, true, nil
 }
 
 // describe names obj as "Kind ns/name" (its kind from the Applier's scheme).

@@ -46,7 +46,8 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 		}
 		for _, item := range items {
 			id := childIdentity{gk: gvk.GroupKind(), namespace: item.GetNamespace(), name: item.GetName()}
-			if declared[id] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil {
+			oid := idOf(gvk.GroupKind(), item)
+			if declared[id] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil || a.known.deleteSent(oid, item.GetUID()) {
 				continue
 			}
 			issued, err := deleteExactly(ctx, a.client, item)
@@ -54,8 +55,10 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 				return deleted, fmt.Errorf("prune %s: %w", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)), err)
 			}
 			if !issued {
+				a.known.confirmGone(oid, item.GetUID())
 				continue // gone already; the cache had not seen it yet
 			}
+			a.known.sentDelete(oid, owner.GetUID(), kobj.New(t), item.GetUID(), true)
 			logf.FromContext(ctx).Info("pruned child no longer declared", "object", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)))
 			deleted = append(deleted, item)
 		}
@@ -75,30 +78,51 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 
 // DeleteOwnedChildren is DeleteOwned reporting also which children this call deleted (Name empty,
 // Object the live child) and which still exist (Waiting, "Kind ns/name"), in the order of types and
-// then of the list. On error the result holds what was done before it.
+// then of the list. Children are found by their tracking label in the cache, and, since the cache may
+// not show a child written moments ago, among the children of these types the Applier wrote or deleted
+// and the cache has not confirmed: those are read from the API server. A child counts as gone only
+// when the API server said so or the cache saw the UID we deleted go; each DELETE is sent once. On
+// error the result holds what was done before it.
 func (a *Applier) DeleteOwnedChildren(ctx context.Context, owner client.Object, types ...client.Object) (*DeleteResult, error) {
 	res := &DeleteResult{}
+	listed := map[objectID]bool{}
+	kinds := map[schema.GroupKind]bool{}
+	record := func(live client.Object, issued bool, id objectID) {
+		if live == nil {
+			return
+		}
+		res.Waiting = append(res.Waiting, kobj.DescribeKey(id.gk.Kind, id.key))
+		if issued {
+			res.Deleted = append(res.Deleted, ChildResult{Object: live, Operation: OperationDeleted})
+		}
+	}
 	for _, t := range types {
 		items, gvk, err := a.listTracked(ctx, owner, t)
 		if err != nil {
 			return res, err
 		}
+		kinds[gvk.GroupKind()] = true
 		for _, item := range items {
-			if !belongsTo(item, owner) {
+			id := idOf(gvk.GroupKind(), item)
+			listed[id] = true
+			if !belongsTo(item, owner) || a.known.isGone(id, item.GetUID()) {
 				continue
 			}
-			what := kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item))
-			res.Waiting = append(res.Waiting, what)
-			if item.GetDeletionTimestamp() != nil {
-				continue
-			}
-			issued, err := deleteExactly(ctx, a.client, item)
+			live, issued, err := a.deleteLive(ctx, owner, id, kobj.New(t), item, true)
+			record(live, issued, id)
 			if err != nil {
-				return res, fmt.Errorf("delete %s: %w", what, err)
+				return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(gvk.Kind, id.key), err)
 			}
-			if issued {
-				res.Deleted = append(res.Deleted, ChildResult{Object: item, Operation: OperationDeleted})
-			}
+		}
+	}
+	for _, p := range a.known.unsettled(owner.GetUID()) {
+		if listed[p.id] || !kinds[p.id.gk] || a.known.goneByCache(p.id) {
+			continue
+		}
+		live, issued, err := a.deleteRead(ctx, owner, p.id, p.proto)
+		record(live, issued, p.id)
+		if err != nil {
+			return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(p.id.gk.Kind, p.id.key), err)
 		}
 	}
 	res.Done = len(res.Waiting) == 0

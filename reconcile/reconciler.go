@@ -268,17 +268,15 @@ type Reconciler[T Object] struct {
 	maxConc      int
 	metrics      *reconcilerMetrics
 	initErr      error
-	// own lets a reconcile see the Reconciler's own writes to T before the cache does.
-	own *ownWrites[T]
+	// known is the record of the Reconciler's own writes (to T and its children) the cache may not show
+	// yet; shared with the Applier.
+	known *knowledge
 
 	mu         sync.Mutex
 	controller controller.Controller
 	handler    handler.EventHandler
 	watched    map[schema.GroupVersionKind]client.Object
 	finalizing map[types.NamespacedName]bool
-	// reported holds, per object being deleted, the UIDs of the children already reported deleted,
-	// so that a deletion sent again while the cache lags is not reported twice.
-	reported map[types.NamespacedName]map[types.UID]bool
 }
 
 // NewReconciler returns a Reconciler for T using the manager's client (cache reads), API reader
@@ -299,8 +297,6 @@ func NewReconciler[T Object](mgr manager.Manager, children ChildrenFunc[T], opts
 		watches:    cfg.watches,
 		watched:    map[schema.GroupVersionKind]client.Object{},
 		finalizing: map[types.NamespacedName]bool{},
-		reported:   map[types.NamespacedName]map[types.UID]bool{},
-		own:        newOwnWrites[T](),
 	}
 	r.initErr = r.init(mgr, cfg)
 	return r
@@ -351,6 +347,7 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	r.client = writer
 	r.applier = NewApplier(mgr.GetClient(), r.scheme,
 		append([]Option{WithFieldManager(r.name), WithAPIReader(mgr.GetAPIReader())}, cfg.applierOpts...)...)
+	r.known = r.applier.known
 	r.apiReader = mgr.GetAPIReader()
 	r.patcher = status.NewPatcher(writer, status.WithReader(r.apiReader))
 	r.recorder = cfg.recorder
@@ -411,7 +408,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 		))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConc}).
 		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
-		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.own.observer()))
+		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.known.observer(r.gvk.GroupKind())))
 	r.mu.Lock()
 	for _, o := range r.owns {
 		gvk, _ := apiutil.GVKForObject(o, r.scheme)
@@ -467,7 +464,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.metrics.result(resultError)
 		return ctrl.Result{}, err
 	}
-	r.own.wrote(rv, obj)
+	r.wrote(rv, obj)
 	before, err := snapshot(obj)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -497,7 +494,16 @@ func (r *Reconciler[T]) get(ctx context.Context, req ctrl.Request) (T, error) {
 		}
 		return zero, fmt.Errorf("get %s %s: %w", r.gvk.Kind, req.NamespacedName, err)
 	}
-	return r.own.resolve(obj), nil
+	resolved, ok := r.known.resolve(idOf(r.gvk.GroupKind(), obj), obj).(T)
+	if !ok {
+		return obj, nil
+	}
+	return resolved, nil
+}
+
+// wrote records that a write of the Reconciler turned T's version rvBefore into obj.
+func (r *Reconciler[T]) wrote(rvBefore string, obj T) {
+	r.known.wrote(idOf(r.gvk.GroupKind(), obj), "", nil, rvBefore, obj, "", true)
 }
 
 // patchStatus writes the status difference between before and obj and records the write.
@@ -505,7 +511,7 @@ func (r *Reconciler[T]) patchStatus(ctx context.Context, obj, before T) (bool, e
 	rv := obj.GetResourceVersion()
 	wrote, err := r.patcher.Patch(ctx, obj, before)
 	if wrote {
-		r.own.wrote(rv, obj)
+		r.wrote(rv, obj)
 	}
 	return wrote, err
 }
@@ -655,7 +661,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	}
 
 	res, err := r.deleteChildren(ctx, log, obj)
-	r.recordDeleted(obj, r.firstReports(key, res.Deleted))
+	r.recordDeleted(obj, res.Deleted)
 	if err != nil {
 		r.metrics.deletionStep("children", "error")
 		r.metrics.result(resultError)
@@ -672,7 +678,13 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if r.cleanup != nil {
 		cleanup = func(ctx context.Context) (bool, error) { return r.cleanup(ctx, obj) }
 	}
+	rv := obj.GetResourceVersion()
 	done, err := finalizer.Finalize(ctx, r.client, obj, r.finalizer, cleanup, finalizer.WithReader(r.apiReader))
+	if done {
+		// A reconcile that still reads the version from before the removal works on its answer
+		// (no finalizer: nothing to do) instead of sending the removal again.
+		r.wrote(rv, obj)
+	}
 	if err != nil {
 		r.metrics.deletionStep("cleanup", "error")
 		r.metrics.result(resultError)
@@ -686,7 +698,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	r.metrics.deletionStep("finalizer", "done")
 	r.metrics.result(resultFinalized)
 	r.forgetDeletion(key)
-	r.own.forget(obj.GetUID())
+	r.known.forgetChildren(obj.GetUID())
 	// No event: the object is gone right after this; the ChildrenDeleted events tell the story.
 	log.Info("finalized: children deleted, cleanup done, finalizer removed")
 	return ctrl.Result{}, nil
@@ -808,33 +820,4 @@ func (r *Reconciler[T]) forgetDeletion(key types.NamespacedName) {
 		delete(r.finalizing, key)
 		r.metrics.finalizing(len(r.finalizing))
 	}
-	delete(r.reported, key)
-}
-
-// firstReports returns the children of deleted not reported before for the object key, and
-// remembers them.
-func (r *Reconciler[T]) firstReports(key types.NamespacedName, deleted []ChildResult) []ChildResult {
-	if len(deleted) == 0 {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	seen := r.reported[key]
-	if seen == nil {
-		seen = map[types.UID]bool{}
-		r.reported[key] = seen
-	}
-	var out []ChildResult
-	for _, c := range deleted {
-		var uid types.UID
-		if c.Object != nil {
-			uid = c.Object.GetUID()
-		}
-		if uid != "" && seen[uid] {
-			continue
-		}
-		seen[uid] = true
-		out = append(out, c)
-	}
-	return out
 }

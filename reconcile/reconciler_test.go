@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -324,41 +323,6 @@ func TestRecordDeleted(t *testing.T) {
 	}
 	if got := m.GetCounter().GetValue(); got != 1 {
 		t.Errorf("convergo_child_operations_total{kind=ConfigMap,operation=Deleted} = %v, want 1", got)
-	}
-}
-
-// TestDeletionReportsEachChildOnce: a deletion sent again for a child the cache still shows (it
-// lags) is not reported a second time for the same owner deletion.
-func TestDeletionReportsEachChildOnce(t *testing.T) {
-	r, _ := rtReconciler(t)
-	key := client.ObjectKey{Namespace: "ns", Name: "w"}
-	child := func(uid string) ChildResult {
-		return ChildResult{Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "ns", UID: types.UID(uid)}}, Operation: OperationDeleted}
-	}
-	uids := func(cs []ChildResult) []string {
-		var out []string
-		for _, c := range cs {
-			out = append(out, string(c.Object.GetUID()))
-		}
-		return out
-	}
-	steps := []struct {
-		forget bool
-		in     []ChildResult
-		want   []string
-	}{
-		{in: []ChildResult{child("a"), child("b")}, want: []string{"a", "b"}},
-		{in: []ChildResult{child("b"), child("c")}, want: []string{"c"}},
-		{in: nil, want: nil},
-		{forget: true, in: []ChildResult{child("a")}, want: []string{"a"}}, // a new deletion of the owner
-	}
-	for i, s := range steps {
-		if s.forget {
-			r.forgetDeletion(key)
-		}
-		if diff := cmp.Diff(s.want, uids(r.firstReports(key, s.in))); diff != "" {
-			t.Errorf("step %d (-want +got):\n%s", i, diff)
-		}
 	}
 }
 

@@ -105,10 +105,16 @@ func TestRuntimeInvalidSpecsRecover(t *testing.T) {
 			ns := env.Namespace(t)
 			m := reliability.StartManager(t, env.Config, env.Scheme, tc.op.Setup, reliability.WithName(tc.op.Name), reliability.WithNamespace(ns))
 			reliability.DeleteAtCleanup(t, env.Client, tc.op, ns)
-			for _, o := range tc.objs {
+			for i, o := range tc.objs {
 				o.SetNamespace(ns)
 				if err := env.Client.Create(t.Context(), o); err != nil {
 					t.Fatalf("create %s: %v", o.GetName(), err)
+				}
+				if i < len(tc.objs)-1 {
+					// The objects before the last one work: wait until each is Ready, so that it holds
+					// what the last one asks for too (the node port) before the last one is created.
+					// Created together, several workers would let either of them win.
+					waitReady(t, env.Client, tc.op, ns, o.GetName())
 				}
 			}
 			bad := tc.objs[len(tc.objs)-1]
@@ -168,6 +174,18 @@ func TestRuntimeInvalidSpecsRecover(t *testing.T) {
 				tc.wantCondition, tc.wantReason, len(writes), quietWindow, rep)
 		})
 	}
+}
+
+// waitReady waits until the object name of op is Ready.
+func waitReady(t *testing.T, c client.Reader, op *reliability.Operator, ns, name string) {
+	t.Helper()
+	harness.Eventually(t, convergeTimeout, func() (bool, string) {
+		obj, err := reliability.Get(t.Context(), c, op, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return status.IsReady(obj), fmt.Sprintf("want %s Ready; conditions: %+v", name, obj.GetConditions())
+	})
 }
 
 // freeNodePortPair returns a node port p such that neither p nor p+1 is used by any Service.

@@ -1,0 +1,353 @@
+package reconcile_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/testing/harness"
+)
+
+// The invariants that rest on a child's absence or ownership hold whatever the cache shows. Each test
+// here runs with three caches: the manager's cache as it is ("current"), one whose watch events are
+// held back from the moment the test acts ("lagging": it shows the state of its first list and nothing
+// after), and one filtered by a label no object carries ("filtered": it never shows a child).
+
+type cacheVariant struct {
+	name   string
+	lag    bool
+	filter bool
+}
+
+var cacheVariants = []cacheVariant{{name: "current"}, {name: "lagging", lag: true}, {name: "filtered", filter: true}}
+
+// variantManager starts a manager with the variant's cache, its requests counted; the returned gate is
+// paused for the lagging variant (after the caller's first cache reads, see primeCache).
+func variantManager(t *testing.T, env *harness.Env, v cacheVariant, counter *harness.RequestCounter) (manager.Manager, *watchGate) {
+	t.Helper()
+	gate := newWatchGate()
+	opts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(counter.Wrap(env.Config)))}
+	if v.filter {
+		opts = append(opts, harness.WithManagerOptions(func(o *manager.Options) {
+			o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
+		}))
+	}
+	mgr := env.StartManager(t, nil, opts...)
+	t.Cleanup(gate.resume) // before the manager stops
+	return mgr, gate
+}
+
+// primeCache starts the informers of the children's kinds (a first read lists them) and, for the
+// lagging variant, then holds every watch event back.
+func primeCache(t *testing.T, mgr manager.Manager, gate *watchGate, v cacheVariant, ns string) {
+	t.Helper()
+	for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &rbacv1.ClusterRoleList{}} {
+		if err := mgr.GetClient().List(t.Context(), l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v.lag {
+		gate.pause()
+	}
+}
+
+func webDeployment(name, image string) *appsv1.Deployment {
+	sel := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: image, Args: []string{"--port=8080"}}}},
+			},
+		},
+	}
+}
+
+// TestIntegrationNeverStealWhateverTheCache: an orphan and another owner's child exist under the names
+// of our children, and the cache does not necessarily show them. Apply must refuse both with the typed
+// errors and leave them exactly as they are; with WithAdoptOrphans the orphan is adopted.
+func TestIntegrationNeverStealWhateverTheCache(t *testing.T) {
+	for _, v := range cacheVariants {
+		t.Run(v.name, func(t *testing.T) {
+			env := harness.Default()
+			ns := env.Namespace(t)
+			counter := harness.NewRequestCounter()
+			mgr, gate := variantManager(t, env, v, counter)
+			primeCache(t, mgr, gate, v, ns)
+
+			owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
+			other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other-owner", Namespace: ns}}
+			for _, o := range []client.Object{owner, other} {
+				if err := env.Client.Create(t.Context(), o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			orphan := webDeployment("orphan", "theirs:1")
+			orphan.Namespace = ns
+			taken := webDeployment("taken", "theirs:1")
+			taken.Namespace = ns
+			if err := ownership.SetController(other, taken, env.Scheme); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range []client.Object{orphan, taken} {
+				if err := env.Client.Create(t.Context(), o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !v.lag && !v.filter {
+				for _, o := range []client.Object{orphan, taken} {
+					harness.Eventually(t, waitTimeout, func() (bool, string) {
+						err := mgr.GetClient().Get(t.Context(), client.ObjectKeyFromObject(o), &appsv1.Deployment{})
+						return err == nil, fmt.Sprintf("%s not in the cache: %v", o.GetName(), err)
+					})
+				}
+			}
+			a := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithAPIReader(mgr.GetAPIReader()))
+
+			_, err := a.Apply(t.Context(), owner, webDeployment("orphan", "ours:1"))
+			var orphanErr *reconcile.OrphanError
+			if !errors.As(err, &orphanErr) {
+				t.Errorf("apply over an orphan: %v, want *reconcile.OrphanError", err)
+			}
+			_, err = a.Apply(t.Context(), owner, webDeployment("taken", "ours:1"))
+			var owned *ownership.AlreadyOwnedError
+			if !errors.As(err, &owned) || owned.Current.Name != "other-owner" {
+				t.Errorf("apply over another owner's child: %v, want *ownership.AlreadyOwnedError naming other-owner", err)
+			}
+			for _, name := range []string{"orphan", "taken"} {
+				var live appsv1.Deployment
+				if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &live); err != nil {
+					t.Fatal(err)
+				}
+				got := []string{live.Spec.Template.Spec.Containers[0].Image, fmt.Sprint(ownership.IsTrackedBy(&live, owner))}
+				if diff := cmp.Diff([]string{"theirs:1", "false"}, got); diff != "" {
+					t.Errorf("%s was touched (-want +got: image, tracked by us):\n%s", name, diff)
+				}
+			}
+
+			adopt := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithAPIReader(mgr.GetAPIReader()), reconcile.WithAdoptOrphans())
+			live, op, err := adopt.ApplyAndGet(t.Context(), owner, webDeployment("orphan", "ours:1"))
+			if err != nil || op != reconcile.OperationUpdated {
+				t.Fatalf("adopting apply = %s, %v; want Updated", op, err)
+			}
+			if img := live.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Image; img != "ours:1" || !ownership.IsControlledBy(live, owner) {
+				t.Errorf("adopted orphan: image %s, controlled by owner %v; want ours:1, true", img, ownership.IsControlledBy(live, owner))
+			}
+		})
+	}
+}
+
+// TestIntegrationGraphDeleteWhateverTheCache: deletion starts right after the apply that created the
+// children, 20 times in a row. A child is deleted only once every child depending on it is gone (by
+// the API server's word), Delete reports done only when every child is gone (the cluster-scoped
+// ClusterRole included), and each child gets exactly one DELETE.
+func TestIntegrationGraphDeleteWhateverTheCache(t *testing.T) {
+	const rounds = 20
+	for _, v := range cacheVariants {
+		t.Run(v.name, func(t *testing.T) {
+			env := harness.Default()
+			ns := env.Namespace(t)
+			counter := harness.NewRequestCounter()
+			mgr, gate := variantManager(t, env, v, counter)
+			primeCache(t, mgr, gate, v, ns)
+			owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
+			if err := env.Client.Create(t.Context(), owner); err != nil {
+				t.Fatal(err)
+			}
+			a := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithAPIReader(mgr.GetAPIReader()))
+			for round := range rounds {
+				// Short (label values), and unique across namespaces (the ClusterRole is cluster-scoped).
+				name := fmt.Sprintf("del-%s-%s-r%d", v.name, ns[len(ns)-5:], round)
+				g, children := deletionGraph(name, ns)
+				res, err := g.Apply(t.Context(), a, owner)
+				if err != nil || !res.Ready {
+					t.Fatalf("round %d: apply: ready %v, %v", round, res != nil && res.Ready, err)
+				}
+				counter.Reset()
+				done := false
+				for pass := 0; !done; pass++ {
+					if pass == 50 {
+						t.Fatalf("round %d: not done after %d passes", round, pass)
+					}
+					done, err = g.Delete(t.Context(), a, owner)
+					if err != nil {
+						t.Fatalf("round %d pass %d: %v", round, pass, err)
+					}
+					exist := existing(t, env, children)
+					if bad := outOfOrder(exist); bad != "" {
+						t.Fatalf("round %d pass %d: %s (existing: %v)", round, pass, bad, exist)
+					}
+					if done && len(exist) > 0 {
+						t.Fatalf("round %d pass %d: done, but %v still exist", round, pass, exist)
+					}
+				}
+				deletes := map[string]int{}
+				for _, r := range counter.Snapshot().Filter(func(r harness.Request) bool { return r.Verb == "delete" }) {
+					deletes[r.Resource]++
+				}
+				want := map[string]int{"clusterroles": 1, "configmaps": 1, "deployments": 1, "services": 1}
+				if diff := cmp.Diff(want, deletes); diff != "" {
+					t.Fatalf("round %d: DELETE requests per resource (-want +got):\n%s\n%s", round, diff, counter.Snapshot())
+				}
+			}
+		})
+	}
+}
+
+// deletionGraph: a ClusterRole and a ConfigMap, a Deployment that depends on both, a Service that
+// depends on the Deployment. children maps each child's graph name to its object (namespaced).
+func deletionGraph(name, ns string) (*reconcile.Graph, map[string]client.Object) {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
+	config := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"k": "v"}}
+	deploy := webDeployment(name, "ours:1")
+	deploy.Namespace = ns
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	g := reconcile.NewGraph()
+	g.Add("role", role)
+	g.Add("config", config)
+	g.Add("deployment", deploy).DependsOn("config", "role")
+	g.Add("service", svc).DependsOn("deployment")
+	return g, map[string]client.Object{"role": role, "config": config, "deployment": deploy, "service": svc}
+}
+
+// existing returns the names of the children the API server still holds.
+func existing(t *testing.T, env *harness.Env, children map[string]client.Object) []string {
+	t.Helper()
+	var out []string
+	for name, obj := range children {
+		live := obj.DeepCopyObject().(client.Object)
+		err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), live)
+		switch {
+		case err == nil:
+			out = append(out, name)
+		case !apierrors.IsNotFound(err):
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// outOfOrder says which child is gone while a child depending on it still exists.
+func outOfOrder(exist []string) string {
+	dependents := map[string][]string{"role": {"deployment", "service"}, "config": {"deployment", "service"}, "deployment": {"service"}}
+	var bad []string
+	for child, deps := range dependents {
+		if slices.Contains(exist, child) {
+			continue
+		}
+		for _, d := range deps {
+			if slices.Contains(exist, d) {
+				bad = append(bad, fmt.Sprintf("%s deleted while %s exists", child, d))
+			}
+		}
+	}
+	slices.Sort(bad)
+	return strings.Join(bad, "; ")
+}
+
+// TestIntegrationApplyRevertsAtomicListEscalation: someone adds a verb, and a whole rule granting
+// secrets, to our ClusterRole, and an argument to our container (atomic lists: server-side apply
+// replaces them whole). One Apply reverts each; a sidecar container and an env var someone adds (lists
+// merged by key) cause no write.
+func TestIntegrationApplyRevertsAtomicListEscalation(t *testing.T) {
+	f := newFixture(t)
+	a := f.applier(reconcile.WithAPIReader(f.mgr.GetAPIReader()))
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-role"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}}
+	deploy := webDeployment("web", "ours:1")
+	for _, obj := range []client.Object{role, deploy} {
+		live, _, err := a.ApplyAndGet(t.Context(), f.owner, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.waitCached(t, live)
+	}
+	type step struct {
+		name   string
+		obj    client.Object
+		tamper func(client.Object)
+		wantOp reconcile.Operation
+		check  func(live client.Object) string
+	}
+	steps := []step{
+		{"an extra verb", role, func(o client.Object) {
+			r := o.(*rbacv1.ClusterRole)
+			r.Rules[0].Verbs = append(r.Rules[0].Verbs, "delete")
+		}, reconcile.OperationUpdated, func(o client.Object) string { return fmt.Sprint(o.(*rbacv1.ClusterRole).Rules) }},
+		{"an extra rule granting secrets", role, func(o client.Object) {
+			r := o.(*rbacv1.ClusterRole)
+			r.Rules = append(r.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"*"}})
+		}, reconcile.OperationUpdated, func(o client.Object) string { return fmt.Sprint(o.(*rbacv1.ClusterRole).Rules) }},
+		{"an extra container argument", deploy, func(o client.Object) {
+			c := &o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+			c.Args = append(c.Args, "--debug-endpoints")
+		}, reconcile.OperationUpdated, func(o client.Object) string {
+			return fmt.Sprint(o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Args)
+		}},
+		{"a sidecar and a foreign env var", deploy, func(o client.Object) {
+			spec := &o.(*appsv1.Deployment).Spec.Template.Spec
+			spec.Containers[0].Env = append(spec.Containers[0].Env, corev1.EnvVar{Name: "INJECTED", Value: "1"})
+			spec.Containers = append(spec.Containers, corev1.Container{Name: "sidecar", Image: "mesh:1"})
+		}, reconcile.OperationUnchanged, nil},
+	}
+	want := map[string]string{
+		"an extra verb":                  fmt.Sprint(role.Rules),
+		"an extra rule granting secrets": fmt.Sprint(role.Rules),
+		"an extra container argument":    "[--port=8080]",
+	}
+	for _, s := range steps {
+		live := s.obj.DeepCopyObject().(client.Object)
+		key := client.ObjectKey{Namespace: f.ns, Name: s.obj.GetName()}
+		if _, clusterScoped := s.obj.(*rbacv1.ClusterRole); clusterScoped {
+			key.Namespace = ""
+		}
+		if err := f.env.Client.Get(t.Context(), key, live); err != nil {
+			t.Fatal(err)
+		}
+		s.tamper(live)
+		if err := f.env.Client.Update(t.Context(), live); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		f.waitCached(t, live)
+		f.counter.Reset()
+		got, op, err := a.ApplyAndGet(t.Context(), f.owner, s.obj)
+		if err != nil || op != s.wantOp {
+			t.Errorf("%s: Apply = %s, %v; want %s", s.name, op, err, s.wantOp)
+			continue
+		}
+		wantWrites := 0
+		if s.wantOp == reconcile.OperationUpdated {
+			wantWrites = 1
+		}
+		if writes := f.counter.Snapshot().Writes(); writes != wantWrites {
+			t.Errorf("%s: %d writes, want %d:\n%s", s.name, writes, wantWrites, f.counter.Snapshot())
+		}
+		if s.check != nil {
+			if diff := cmp.Diff(want[s.name], s.check(got)); diff != "" {
+				t.Errorf("%s: not reverted (-want +got):\n%s", s.name, diff)
+			}
+			f.waitCached(t, got)
+		}
+	}
+}
