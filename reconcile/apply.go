@@ -506,11 +506,11 @@ func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Objec
 		return nil, "", fmt.Errorf("apply %s: %w", c.what, &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
 	}
 	logf.FromContext(ctx).Info("recreating child to change immutable fields", "object", c.what, "fields", fields)
-	issued, err := deleteExactly(ctx, a.client, live)
+	answer, err := deleteExactly(ctx, a.client, live)
 	if err != nil {
 		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
 	}
-	if issued {
+	if answer == deletionAccepted {
 		a.known.sentDelete(c.id, c.ownerUID(), kobj.New(c.obj), live.GetUID(), false)
 	}
 	result, err := a.serverSideApply(ctx, c, createOnly)
@@ -524,22 +524,35 @@ func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Objec
 	return result, OperationRecreated, nil
 }
 
-// deleteExact deletes exactly the object observed (UID precondition) in the background; an object
-// already gone or replaced is not an error.
-func deleteExact(ctx context.Context, c client.Client, obj client.Object) error {
-	_, err := deleteExactly(ctx, c, obj)
-	return err
-}
+// deletion is the API server's answer to the DELETE of one exact object.
+type deletion int
 
-// deleteExactly is deleteExact reporting whether the API server accepted the deletion (false when
-// the object was already gone or replaced by another with the same name).
-func deleteExactly(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
+const (
+	// deletionAccepted: the object is being deleted, or is gone already.
+	deletionAccepted deletion = iota
+	// deletionGone: the object no longer exists (404), or another object holds its name (the UID
+	// precondition failed).
+	deletionGone
+	// deletionRefused: a conflict that says nothing about the object (a webhook, a proxy, an injected
+	// fault): nothing happened; look again.
+	deletionRefused
+)
+
+// deleteExactly deletes exactly the object observed (UID precondition) in the background.
+func deleteExactly(ctx context.Context, c client.Client, obj client.Object) (deletion, error) {
 	uid := obj.GetUID()
 	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return false, nil
+	switch {
+	case err == nil:
+		return deletionAccepted, nil
+	case apierrors.IsNotFound(err):
+		return deletionGone, nil
+	case apierrors.IsConflict(err) && strings.Contains(err.Error(), "Precondition failed"):
+		return deletionGone, nil
+	case apierrors.IsConflict(err):
+		return deletionRefused, nil
 	}
-	return err == nil, err
+	return deletionRefused, err
 }
 
 // immutableFields reports whether err is the API server refusing to change immutable fields, and

@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,9 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/testing/harness"
@@ -350,4 +354,131 @@ func TestIntegrationApplyRevertsAtomicListEscalation(t *testing.T) {
 			f.waitCached(t, got)
 		}
 	}
+}
+
+// TestIntegrationReconcilerDeletionWhateverTheCache: a Widget with a ConfigMap and a cluster-scoped
+// ClusterRole is deleted right after the reconcile that created them, while the children's cache lags
+// or is filtered, 10 times. The finalizer goes only once both children are gone (no garbage collector
+// would ever remove the ClusterRole), each child gets one DELETE and the Widget one finalizer removal,
+// also when reconciles keep coming while the Widget's own cache still shows it with the finalizer.
+func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
+	const rounds = 10
+	for _, v := range cacheVariants {
+		t.Run(v.name, func(t *testing.T) {
+			env := harness.Default()
+			wc := setupWidgets(t, env)
+			ns := env.Namespace(t)
+			counter := harness.NewRequestCounter()
+			childGate := newWatchGateFor("configmaps", "clusterroles")
+			widgetGate := newWatchGateFor("widgets")
+			cfg := widgetGate.wrap(childGate.wrap(counter.Wrap(env.Config)))
+			mgr := env.StartManager(t, nil, harness.WithManagerConfig(cfg), harness.WithManagerOptions(func(o *manager.Options) {
+				o.Scheme = widgetScheme
+				if v.filter {
+					never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
+					o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}, &rbacv1.ClusterRole{}: {Label: never}}
+				}
+			}))
+			t.Cleanup(childGate.resume)
+			t.Cleanup(widgetGate.resume)
+			for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &rbacv1.ClusterRoleList{}, &testapi.WidgetList{}} {
+				if err := mgr.GetClient().List(t.Context(), l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if v.lag {
+				childGate.pause()
+			}
+			for round := range rounds {
+				name := fmt.Sprintf("w%d", round)
+				roleName := fmt.Sprintf("del-%s-%s-%s", v.name, ns[len(ns)-5:], name)
+				rec := reconcile.NewReconciler(mgr, func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+					g := reconcile.NewGraph()
+					g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
+					g.Add("role", &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleName}, Rules: []rbacv1.PolicyRule{{
+						APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{w.Name + "-config"}, Verbs: []string{"get"},
+					}}}).DependsOn("config")
+					return g, nil
+				}, reconcile.WithName("cachetruth-"+v.name), reconcile.WithOwns(&corev1.ConfigMap{}, &rbacv1.ClusterRole{}))
+				w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
+				if err := wc.Create(t.Context(), w); err != nil {
+					t.Fatal(err)
+				}
+				req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}
+				waitWidgetCached(t, mgr, req.NamespacedName, func(w *testapi.Widget) bool { return true })
+				// Two reconciles: the first creates the config, the second the role that depends on it.
+				for range 2 {
+					if _, err := rec.Reconcile(t.Context(), req); err != nil {
+						t.Fatalf("round %d: %v", round, err)
+					}
+				}
+				if err := wc.Delete(t.Context(), w); err != nil {
+					t.Fatal(err)
+				}
+				waitWidgetCached(t, mgr, req.NamespacedName, func(w *testapi.Widget) bool { return w.DeletionTimestamp != nil })
+				widgetGate.pause() // the Widget's cache keeps showing it, finalizer and all
+				counter.Reset()
+				gone := false
+				for pass := 0; pass < 40; pass++ {
+					if _, err := rec.Reconcile(t.Context(), req); err != nil {
+						t.Fatalf("round %d pass %d: %v", round, pass, err)
+					}
+					err := wc.Get(t.Context(), req.NamespacedName, &testapi.Widget{})
+					if apierrors.IsNotFound(err) {
+						gone = true
+						break
+					}
+				}
+				if !gone {
+					t.Fatalf("round %d: the Widget was not finalized", round)
+				}
+				for range 3 { // reconciles of the stale copy change nothing
+					if _, err := rec.Reconcile(t.Context(), req); err != nil {
+						t.Fatalf("round %d: reconcile after finalization: %v", round, err)
+					}
+				}
+				leaked := []string{}
+				for _, obj := range []client.Object{&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleName}},
+					&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-config", Namespace: ns}}} {
+					if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+						leaked = append(leaked, fmt.Sprintf("%T %s (%v)", obj, obj.GetName(), err))
+					}
+				}
+				if len(leaked) > 0 {
+					t.Fatalf("round %d: the finalizer went while children exist: %v", round, leaked)
+				}
+				type figures struct{ RoleDeletes, ConfigDeletes, FinalizerRemovals, NotFound int }
+				var got figures
+				for _, r := range counter.Snapshot() {
+					switch {
+					case r.Verb == "delete" && r.Resource == "clusterroles":
+						got.RoleDeletes++
+					case r.Verb == "delete" && r.Resource == "configmaps":
+						got.ConfigDeletes++
+					case r.Verb == "patch" && r.Resource == "widgets" && r.Subresource == "":
+						got.FinalizerRemovals++
+					}
+					if r.StatusCode == 404 && r.Verb != "get" {
+						got.NotFound++
+					}
+				}
+				if diff := cmp.Diff(figures{1, 1, 1, 0}, got); diff != "" {
+					t.Fatalf("round %d: requests during deletion (-want +got):\n%s\n%s", round, diff, counter.Snapshot())
+				}
+				widgetGate.resume()
+			}
+		})
+	}
+}
+
+// waitWidgetCached waits until the manager's cache shows the Widget key in the state ok wants.
+func waitWidgetCached(t *testing.T, mgr manager.Manager, key client.ObjectKey, ok func(*testapi.Widget) bool) {
+	t.Helper()
+	harness.Eventually(t, waitTimeout, func() (bool, string) {
+		var w testapi.Widget
+		if err := mgr.GetClient().Get(t.Context(), key, &w); err != nil {
+			return false, err.Error()
+		}
+		return ok(&w), fmt.Sprintf("cached Widget: deletionTimestamp %v, finalizers %v", w.DeletionTimestamp, w.Finalizers)
+	})
 }

@@ -549,13 +549,15 @@ func (a *Applier) deleteLive(ctx context.Context, owner client.Object, id object
 	case live.GetDeletionTimestamp() != nil, a.known.deleteSent(id, live.GetUID()):
 		return live, false, nil // being deleted: wait for it
 	}
-	issued, err := deleteExactly(ctx, a.client, live)
+	answer, err := deleteExactly(ctx, a.client, live)
 	switch {
 	case err != nil:
 		return live, false, err
-	case !issued:
+	case answer == deletionGone:
 		a.known.confirmGone(id, live.GetUID()) // the API server answered 404, or another UID holds the name
 		return nil, false, nil
+	case answer == deletionRefused:
+		return live, false, nil // nothing happened: the next pass looks again
 	}
 	a.known.sentDelete(id, owner.GetUID(), proto, live.GetUID(), seen)
 	logf.FromContext(ctx).V(1).Info("deleted child", "object", kobj.DescribeKey(id.gk.Kind, id.key))

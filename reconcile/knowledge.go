@@ -135,6 +135,25 @@ func (k *knowledge) wrote(id objectID, owner types.UID, proto client.Object, rvB
 	}
 }
 
+// finalized records that our removal of the object's finalizer answered after. The API server deletes
+// an object whose last finalizer goes and answers with its last version, which may carry rvBefore, so
+// unlike wrote this records even an unchanged version: a cache still showing the object with the
+// finalizer is then worked on as after (nothing left to do), not sent the removal again.
+func (k *knowledge) finalized(id objectID, rvBefore string, after client.Object) {
+	latest, ok := after.DeepCopyObject().(client.Object)
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rec := k.entry(id, after.GetUID())
+	rec.written, rec.latest = true, latest
+	if rec.superseded == nil {
+		rec.superseded = map[string]bool{}
+	}
+	rec.superseded[rvBefore] = true
+}
+
 // caughtUp drops the write part of rec: the cache shows a version our writes did not supersede.
 // Callers hold mu.
 func (k *knowledge) caughtUp(id objectID, rec *known) {

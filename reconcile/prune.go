@@ -50,13 +50,16 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 			if declared[id] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil || a.known.deleteSent(oid, item.GetUID()) {
 				continue
 			}
-			issued, err := deleteExactly(ctx, a.client, item)
+			answer, err := deleteExactly(ctx, a.client, item)
 			if err != nil {
 				return deleted, fmt.Errorf("prune %s: %w", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)), err)
 			}
-			if !issued {
+			switch answer {
+			case deletionGone:
 				a.known.confirmGone(oid, item.GetUID())
 				continue // gone already; the cache had not seen it yet
+			case deletionRefused:
+				continue // the next reconcile prunes it
 			}
 			a.known.sentDelete(oid, owner.GetUID(), kobj.New(t), item.GetUID(), true)
 			logf.FromContext(ctx).Info("pruned child no longer declared", "object", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)))

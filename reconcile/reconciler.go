@@ -683,7 +683,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if done {
 		// A reconcile that still reads the version from before the removal works on its answer
 		// (no finalizer: nothing to do) instead of sending the removal again.
-		r.wrote(rv, obj)
+		r.known.finalized(idOf(r.gvk.GroupKind(), obj), rv, obj)
 	}
 	if err != nil {
 		r.metrics.deletionStep("cleanup", "error")
