@@ -3,10 +3,12 @@
 //
 // Apply takes the child as a typed object holding only what the operator cares about. It reads the
 // live object from the cache, compares only the fields the desired object sets (numbers by value,
-// quantities in the form the API server stores, lists as ordered subsequences) plus a hash of that
-// intent, and sends a server-side apply only when they differ. Defaulted fields never cause a
-// write, a field dropped from the desired object is removed from the live one, and a child of
-// another owner is never taken over.
+// quantities in the form the API server stores, each list by its merge semantics from the kind's
+// schema) plus a hash of that intent, and sends a server-side apply only when they differ. Defaulted
+// fields never cause a write, a field dropped from the desired object is removed from the live one, an
+// entry someone adds to an atomic list (a ClusterRole's rules) is reverted, and a child of another
+// owner is never taken over, whatever the cache shows: creates and updates are guarded on the API
+// server, and absence is confirmed there (see Applier.Apply and Graph.Delete).
 //
 //	a := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithFieldManager("memcached"))
 //	op, err := a.Apply(ctx, memcached, &appsv1.Deployment{

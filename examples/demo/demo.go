@@ -169,12 +169,15 @@ func startOperators(c *cluster.Cluster, scheme *runtime.Scheme, logPath string) 
 	}
 	logger := zap.New(zap.WriteTo(logFile))
 	ctrl.SetLogger(logger)
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	})
+	}
+	memcached.CacheOptions(&opts.Cache)
+	welcome.CacheOptions(&opts.Cache)
+	mgr, err := ctrl.NewManager(c.Config, opts)
 	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("create manager: %w", err)

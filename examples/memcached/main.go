@@ -65,7 +65,7 @@ func run(ctx context.Context, f flags) error {
 	if f.secureMetrics {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        f.probeAddr,
@@ -74,7 +74,10 @@ func run(ctx context.Context, f flags) error {
 		LeaderElectionNamespace:       f.leaderElectNS,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{MaxConcurrentReconciles: f.concurrency},
-	})
+	}
+	// The cache holds no managedFields, and of the child kinds only this operator's children.
+	controller.CacheOptions(&opts.Cache)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}

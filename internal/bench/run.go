@@ -38,6 +38,9 @@ type Implementation struct {
 	Setup func(mgr manager.Manager) error
 	// Description says how it is configured (shown in the report), e.g. its number of workers.
 	Description string
+	// Cache, when set, adjusts the manager's cache options (after the bench limits them to the
+	// namespace), as the implementation's main does.
+	Cache func(*cache.Options)
 }
 
 // Defaults of the options.
@@ -655,14 +658,18 @@ type runningManager struct {
 // limited to the namespace, metrics and health endpoints off. It returns once the Welcome informer has
 // synced.
 func (r *run) startManager(ctx context.Context) (*runningManager, error) {
-	mgr, err := manager.New(r.latency.wrap(r.counter.Wrap(r.env.Config)), manager.Options{
+	opts := manager.Options{
 		Scheme:                 r.env.Scheme,
 		Logger:                 r.cfg.managerLog.WithValues("implementation", r.impl.Name),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{r.ns: {}}},
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	if r.impl.Cache != nil {
+		r.impl.Cache(&opts.Cache)
+	}
+	mgr, err := manager.New(r.latency.wrap(r.counter.Wrap(r.env.Config)), opts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}

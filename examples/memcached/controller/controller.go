@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
@@ -34,6 +35,14 @@ const (
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
+// without managedFields, and of the child kinds (appsv1.Deployment, corev1.Service) only the
+// Convergo children (reconcile.LeanCache). Use it unless another controller in the same manager needs
+// every object of those kinds.
+func CacheOptions(opts *cache.Options) {
+	reconcile.LeanCache(opts, &appsv1.Deployment{}, &corev1.Service{})
+}
 
 // SetupWithManager registers the Memcached controller with mgr.
 // Unless the manager's options set a concurrency, it reconciles DefaultMaxConcurrentReconciles

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -46,6 +47,14 @@ const (
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
+// without managedFields, and of the child kinds (corev1.ConfigMap, appsv1.Deployment, corev1.Service) only the
+// Convergo children (reconcile.LeanCache). Use it unless another controller in the same manager needs
+// every object of those kinds.
+func CacheOptions(opts *cache.Options) {
+	reconcile.LeanCache(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
+}
 
 // SetupWithManager registers the Welcome controller with mgr.
 // Unless the manager's options set a concurrency, it reconciles DefaultMaxConcurrentReconciles

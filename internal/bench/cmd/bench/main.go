@@ -42,8 +42,9 @@ import (
 // implementations are the operators the bench knows, by name.
 var implementations = map[string]bench.Implementation{
 	"convergo": {
-		Name: "convergo", Setup: controller.SetupWithManager,
-		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles)",
+		Name: "convergo", Setup: controller.SetupWithManager, Cache: controller.CacheOptions,
+		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles), "+
+			"its main's cache options (no managedFields; of the child kinds only Convergo children)",
 			controller.DefaultMaxConcurrentReconciles),
 	},
 	"baseline": {
