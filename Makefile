@@ -51,12 +51,21 @@ lint: ## gofmt and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
 	$(GO) vet -tags chaos ./internal/reliability/chaos/
+
+# The library's integration tests carry the build tag "integration": without it, `go test` of a library
+# package runs only its unit tests and needs no control plane (make test-unit).
+LIBRARY_PKGS  := ./reconcile/ ./status/ ./finalizer/ ./ownership/ ./builders/
 
 .PHONY: test
 test: $(CONTROLLER_GEN) assets ## Install what is needed and run every test against a real API server.
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
-	  $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+	  $(GO) test -tags integration -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+
+.PHONY: test-unit
+test-unit: ## The library's unit tests only: seconds, no control plane built or started.
+	env -u KUBEBUILDER_ASSETS $(GO) test $(TEST_FLAGS) $(LIBRARY_PKGS)
 
 .PHONY: test-chaos
 test-chaos: $(CONTROLLER_GEN) assets ## Slow fault-injection suites (apiserver kill, etcd pause, manager kill, leader election).

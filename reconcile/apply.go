@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -137,6 +139,21 @@ type Applier struct {
 	// known records the Applier's own writes and deletions the cache may not show yet; a Reconciler
 	// shares it for its writes to the reconciled object.
 	known *knowledge
+	// protos holds one empty object per child type, shared by the records (never modified).
+	protos sync.Map
+}
+
+// proto returns the shared empty object of obj's type (for unstructured objects, of its kind).
+func (a *Applier) proto(obj client.Object) client.Object {
+	key := any(reflect.TypeOf(obj))
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		key = u.GroupVersionKind()
+	}
+	if p, ok := a.protos.Load(key); ok {
+		return p.(client.Object)
+	}
+	p, _ := a.protos.LoadOrStore(key, kobj.New(obj))
+	return p.(client.Object)
 }
 
 // NewApplier returns an Applier writing through c. scheme maps Go types to kinds; nil means
@@ -264,6 +281,7 @@ func (a *Applier) current(ctx context.Context, c *applyCall) (client.Object, err
 	case err == nil && a.known.deleteSent(c.id, live.GetUID()):
 		return a.readLive(ctx, c)
 	case err == nil:
+		a.known.observe(c.id, live) // the record of our last write goes once the cache shows it
 		return live, nil
 	case apierrors.IsNotFound(err) && a.known.unseenWrite(c.id):
 		logf.FromContext(ctx).V(1).Info("cache does not show a child we wrote; reading it from the API server", "object", c.what)
@@ -296,7 +314,7 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 		result, err := a.serverSideApply(ctx, c, createOnly)
 		switch {
 		case err == nil:
-			a.known.wrote(c.id, c.ownerUID(), kobj.New(c.obj), "", result, c.hash, false)
+			a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), "", result, c.hash, false)
 			return result, OperationCreated, nil
 		case apierrors.IsConflict(err) && retry:
 			logf.FromContext(ctx).V(1).Info("child exists although the cache does not show it; reading it from the API server", "object", c.what)
@@ -334,7 +352,7 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 	result, err := a.serverSideApply(ctx, c, sameObject(live))
 	switch {
 	case err == nil:
-		a.known.wrote(c.id, c.ownerUID(), kobj.New(c.obj), live.GetResourceVersion(), result, c.hash, false)
+		a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), live.GetResourceVersion(), result, c.hash, false)
 		return result, OperationUpdated, nil
 	case identityChanged(err) && !retry:
 		return nil, "", fmt.Errorf("apply %s: the child was deleted or replaced while it was applied: %w", c.what, err)
@@ -511,7 +529,7 @@ func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Objec
 		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
 	}
 	if answer == deletionAccepted {
-		a.known.sentDelete(c.id, c.ownerUID(), kobj.New(c.obj), live.GetUID(), false)
+		a.known.sentDelete(c.id, c.ownerUID(), a.proto(c.obj), live.GetUID(), false)
 	}
 	result, err := a.serverSideApply(ctx, c, createOnly)
 	switch {
@@ -520,7 +538,7 @@ func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Objec
 	case err != nil:
 		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
 	}
-	a.known.wrote(c.id, c.ownerUID(), kobj.New(c.obj), "", result, c.hash, false)
+	a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), "", result, c.hash, false)
 	return result, OperationRecreated, nil
 }
 

@@ -644,3 +644,30 @@ func TestApplyDoesNotCreateTwiceWhileCacheLags(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyRecordsGoOnceTheCacheShowsTheChild: the record of a write lives only until the cache shows
+// that write; an operator with many converged children keeps none.
+func TestApplyRecordsGoOnceTheCacheShowsTheChild(t *testing.T) {
+	c := newFake(t, nil)
+	a := NewApplier(c, nil)
+	app := owner("app")
+	steps := []struct {
+		data        string
+		wantOp      Operation
+		wantRecords int
+	}{
+		{data: "v", wantOp: OperationCreated, wantRecords: 1},   // created: a cache miss is not absence
+		{data: "v", wantOp: OperationUnchanged, wantRecords: 0}, // the cache shows it: record gone
+		{data: "w", wantOp: OperationUpdated, wantRecords: 1},
+		{data: "w", wantOp: OperationUnchanged, wantRecords: 0},
+	}
+	for i, s := range steps {
+		op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": s.data}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]any{s.wantOp, s.wantRecords}, []any{op, a.known.len()}); diff != "" {
+			t.Errorf("step %d: operation and records (-want +got):\n%s", i, diff)
+		}
+	}
+}

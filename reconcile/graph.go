@@ -517,9 +517,9 @@ func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object
 	case err == nil && a.known.isGone(id, cached.GetUID()):
 		return nil, false, nil // the cache has not seen the deletion the API server confirmed
 	case err == nil && (belongsTo(cached, owner) || !a.known.unseenWrite(id)):
-		return a.deleteLive(ctx, owner, id, kobj.New(desired), cached, true)
+		return a.deleteLive(ctx, owner, id, a.proto(desired), cached, true)
 	case err == nil, apierrors.IsNotFound(err) && !a.known.goneByCache(id):
-		return a.deleteRead(ctx, owner, id, kobj.New(desired))
+		return a.deleteRead(ctx, owner, id, a.proto(desired))
 	case apierrors.IsNotFound(err):
 		return nil, false, nil
 	}
@@ -531,7 +531,7 @@ func (a *Applier) deleteRead(ctx context.Context, owner client.Object, id object
 	fresh := kobj.New(proto)
 	if err := a.reader.Get(ctx, id.key, fresh); err != nil {
 		if apierrors.IsNotFound(err) {
-			a.known.confirmGone(id, "")
+			a.known.confirmGone(id, owner.GetUID(), "")
 			return nil, false, nil
 		}
 		return nil, false, err
@@ -554,7 +554,7 @@ func (a *Applier) deleteLive(ctx context.Context, owner client.Object, id object
 	case err != nil:
 		return live, false, err
 	case answer == deletionGone:
-		a.known.confirmGone(id, live.GetUID()) // the API server answered 404, or another UID holds the name
+		a.known.confirmGone(id, owner.GetUID(), live.GetUID()) // the API server answered 404, or another UID holds the name
 		return nil, false, nil
 	case answer == deletionRefused:
 		return live, false, nil // nothing happened: the next pass looks again

@@ -255,13 +255,15 @@ func (k *knowledge) isGone(id objectID, uid types.UID) bool {
 	return rec != nil && rec.uid == uid && rec.gone
 }
 
-// confirmGone records that the API server said id (uid, or whatever held the name) is gone.
-func (k *knowledge) confirmGone(id objectID, uid types.UID) {
+// confirmGone records that the API server said id (uid, or whatever held the name), a child of owner,
+// is gone.
+func (k *knowledge) confirmGone(id objectID, owner, uid types.UID) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	rec := k.m[id]
 	if rec == nil {
 		rec = k.entry(id, uid)
+		rec.owner = owner
 	}
 	rec.written, rec.superseded, rec.latest, rec.hash = false, nil, nil, ""
 	rec.deleting, rec.gone = false, true

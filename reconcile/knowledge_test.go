@@ -163,7 +163,7 @@ func TestKnowledgeChildren(t *testing.T) {
 		"the API server said gone": {
 			do: func(k *knowledge) {
 				k.sentDelete(widgetID, "o", cm("", ""), "a", false)
-				k.confirmGone(widgetID, "a")
+				k.confirmGone(widgetID, "o", "a")
 			},
 			want: answers{DeleteSent: true, GoneByCache: true},
 		},

@@ -56,12 +56,12 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 			}
 			switch answer {
 			case deletionGone:
-				a.known.confirmGone(oid, item.GetUID())
+				a.known.confirmGone(oid, owner.GetUID(), item.GetUID())
 				continue // gone already; the cache had not seen it yet
 			case deletionRefused:
 				continue // the next reconcile prunes it
 			}
-			a.known.sentDelete(oid, owner.GetUID(), kobj.New(t), item.GetUID(), true)
+			a.known.sentDelete(oid, owner.GetUID(), a.proto(t), item.GetUID(), true)
 			logf.FromContext(ctx).Info("pruned child no longer declared", "object", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)))
 			deleted = append(deleted, item)
 		}
@@ -111,7 +111,7 @@ func (a *Applier) DeleteOwnedChildren(ctx context.Context, owner client.Object, 
 			if !belongsTo(item, owner) || a.known.isGone(id, item.GetUID()) {
 				continue
 			}
-			live, issued, err := a.deleteLive(ctx, owner, id, kobj.New(t), item, true)
+			live, issued, err := a.deleteLive(ctx, owner, id, a.proto(t), item, true)
 			record(live, issued, id)
 			if err != nil {
 				return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(gvk.Kind, id.key), err)
