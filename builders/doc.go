@@ -69,5 +69,5 @@
 //	svc := builders.Service(mc.Name, mc.Namespace, labels, builders.WithServicePort("memcached", 11211))
 //
 //	graph.Add("deployment", deploy).ReadyWhen(builders.DeploymentAvailable)
-//	graph.Add("service", svc).DependsOn("deployment")
+//	graph.Add("service", svc) // needs no running pods: applied beside the deployment
 package builders

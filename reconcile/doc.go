@@ -21,7 +21,7 @@
 //	g := reconcile.NewGraph()
 //	g.Add("config", configMap)
 //	g.Add("deployment", deployment).DependsOn("config").ReadyWhen(builders.DeploymentAvailable)
-//	g.Add("service", service).DependsOn("deployment")
+//	g.Add("service", service) // needs nothing to exist first: applied at once, beside the config
 //	res, err := g.Apply(ctx, a, owner)        // in order; waits for readiness
 //	pruned, err := a.Prune(ctx, owner, g, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.Deployment{})
 //	done, err := g.Delete(ctx, a, owner)      // reverse order, on deletion, until done
@@ -38,7 +38,7 @@
 //		}
 //		g := reconcile.NewGraph()
 //		g.Add("deployment", deployment(mc)).ReadyWhen(builders.DeploymentAvailable)
-//		g.Add("service", service(mc)).DependsOn("deployment")
+//		g.Add("service", service(mc)) // a Service needs no running pods: no DependsOn
 //		return g, nil
 //	}, reconcile.WithOwns(&appsv1.Deployment{}, &corev1.Service{}))
 //	err := r.SetupWithManager(mgr)
