@@ -394,14 +394,14 @@ func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
 			for round := range rounds {
 				name := fmt.Sprintf("w%d", round)
 				roleName := fmt.Sprintf("del-%s-%s-%s", v.name, ns[len(ns)-5:], name)
-				rec := reconcile.NewReconciler(mgr, func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+				rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
 					g := reconcile.NewGraph()
 					g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 					g.Add("role", &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleName}, Rules: []rbacv1.PolicyRule{{
 						APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{w.Name + "-config"}, Verbs: []string{"get"},
 					}}}).DependsOn("config")
 					return g, nil
-				}, reconcile.WithName("cachetruth-"+v.name), reconcile.WithOwns(&corev1.ConfigMap{}, &rbacv1.ClusterRole{}))
+				}}, reconcile.WithName("cachetruth-"+v.name), reconcile.WithOwns(&corev1.ConfigMap{}, &rbacv1.ClusterRole{}))
 				w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
 				if err := wc.Create(t.Context(), w); err != nil {
 					t.Fatal(err)

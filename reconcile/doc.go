@@ -32,7 +32,7 @@
 // on deletion it deletes the children in reverse order, runs an optional cleanup hook and only
 // then removes the finalizer. A converged object costs no API request.
 //
-//	r := reconcile.NewReconciler(mgr, func(ctx context.Context, mc *v1alpha1.Memcached) (*reconcile.Graph, error) {
+//	children := func(ctx context.Context, mc *v1alpha1.Memcached) (*reconcile.Graph, error) {
 //		if mc.Spec.Size > 10 {
 //			return nil, reconcile.Invalid("size %d is more than 10", mc.Spec.Size) // Stalled, not retried
 //		}
@@ -40,6 +40,8 @@
 //		g.Add("deployment", deployment(mc)).ReadyWhen(builders.DeploymentAvailable)
 //		g.Add("service", service(mc)) // a Service needs no running pods: no DependsOn
 //		return g, nil
-//	}, reconcile.WithOwns(&appsv1.Deployment{}, &corev1.Service{}))
+//	}
+//	r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Memcached]{Children: children},
+//		reconcile.WithOwns(&appsv1.Deployment{}, &corev1.Service{}))
 //	err := r.SetupWithManager(mgr)
 package reconcile

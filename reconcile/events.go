@@ -27,7 +27,7 @@ const (
 	EventReasonChildrenDeleted = "ChildrenDeleted"
 	// EventReasonDeleteFailed (Warning): deleting the children of an object being deleted failed.
 	EventReasonDeleteFailed = "DeleteFailed"
-	// EventReasonCleanupFailed (Warning): the WithCleanup hook or the finalizer removal failed.
+	// EventReasonCleanupFailed (Warning): the Cleanup hook or the finalizer removal failed.
 	EventReasonCleanupFailed = "CleanupFailed"
 )
 

@@ -45,7 +45,7 @@ func TestIntegrationLeanCacheIgnoresForeignObjects(t *testing.T) {
 		return g, nil
 	}
 	mgr := env.StartManager(t, func(mgr manager.Manager) error {
-		return reconcile.NewReconciler(mgr, children, reconcile.WithName("leancache"),
+		return reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: children}, reconcile.WithName("leancache"),
 			reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})).SetupWithManager(mgr)
 	}, harness.WithManagerLogger(logr.Discard()), harness.WithManagerOptions(func(o *manager.Options) {
 		o.Scheme = widgetScheme

@@ -106,8 +106,6 @@ type ReconcilerOption func(*reconcilerConfig)
 type reconcilerConfig struct {
 	name          string
 	finalizer     string
-	cleanup       any // func(context.Context, T) (bool, error), checked in NewReconciler
-	statusFn      any // func(context.Context, T, *GraphResult) error
 	owns          []client.Object
 	applierOpts   []Option
 	maxConcurrent int
@@ -146,22 +144,6 @@ func WithName(name string) ReconcilerOption { return func(c *reconcilerConfig) {
 // "cache.convergo.dev/finalizer" ("convergo.dev/<name>" for core types).
 func WithFinalizer(name string) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.finalizer = name }
-}
-
-// WithCleanup sets a hook run during deletion after every child is gone and before the finalizer is
-// removed, for what lives outside the cluster. It reports done=false while work remains; the object is
-// then looked at again after the poll interval. It must be idempotent. The function must have the type
-// func(context.Context, T) (bool, error) for the Reconciler's T.
-func WithCleanup[T Object](cleanup func(ctx context.Context, obj T) (done bool, err error)) ReconcilerOption {
-	return func(c *reconcilerConfig) { c.cleanup = cleanup }
-}
-
-// WithStatus sets a hook that fills status fields of obj from the apply result (e.g. readyReplicas
-// from the live Deployment in res.Child("deployment").Object). It runs after every successful apply;
-// the Reconciler sets the conditions afterwards and writes the status only if it changed. An error made
-// with Invalid stalls the object; any other error is retried.
-func WithStatus[T Object](fill func(ctx context.Context, obj T, res *GraphResult) error) ReconcilerOption {
-	return func(c *reconcilerConfig) { c.statusFn = fill }
 }
 
 // WithOwns declares the child types the controller creates (empty objects such as &appsv1.Deployment{}).
@@ -230,7 +212,7 @@ func WithPollInterval(d time.Duration) ReconcilerOption {
 //  4. build the graph (an *InvalidSpecError or an invalid graph stalls the object);
 //  5. apply the children in dependency order (server-side apply only on drift);
 //  6. once everything is ready, prune children no longer declared;
-//  7. run the WithStatus hook and set Ready / Reconciling / Stalled;
+//  7. run the Status hook and set Ready / Reconciling / Stalled;
 //  8. patch the status only if it changed.
 //
 // A converged object reconciled again makes no API request beyond cache reads. Create one with
@@ -279,16 +261,38 @@ type Reconciler[T Object] struct {
 	finalizing map[types.NamespacedName]bool
 }
 
-// NewReconciler returns a Reconciler for T using the manager's client (cache reads), API reader
-// (conflict re-reads), scheme and event recorder. T must be a pointer to a struct type registered in
-// the manager's scheme. A configuration error is returned by SetupWithManager (and Reconcile).
-func NewReconciler[T Object](mgr manager.Manager, children ChildrenFunc[T], opts ...ReconcilerOption) *Reconciler[T] {
+// Hooks are the functions a Reconciler calls for T, typed by the compiler: a hook written for another
+// type does not compile. Children is required; Status and Cleanup are optional.
+type Hooks[T Object] struct {
+	// Children builds the graph of obj's desired children from its spec (see ChildrenFunc).
+	Children ChildrenFunc[T]
+	// Status fills status fields of obj from the apply result (e.g. readyReplicas from the live
+	// Deployment in res.Child("deployment").Object). It runs after every successful apply; the
+	// Reconciler sets the conditions afterwards and writes the status only if it changed. An error made
+	// with Invalid stalls the object; any other error is retried.
+	Status func(ctx context.Context, obj T, res *GraphResult) error
+	// Cleanup runs during deletion after every child is gone and before the finalizer is removed, for
+	// what lives outside the cluster. It reports done=false while work remains; the object is then looked
+	// at again after the poll interval. It must be idempotent.
+	Cleanup func(ctx context.Context, obj T) (done bool, err error)
+}
+
+// NewReconciler returns a Reconciler for T calling hooks, using the manager's client (cache reads),
+// API reader (authoritative reads), scheme and event recorder. T must be a pointer to a struct type
+// registered in the manager's scheme. A configuration error is returned by SetupWithManager (and
+// Reconcile).
+//
+//	r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Welcome]{Children: children, Status: fill},
+//		reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}))
+func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...ReconcilerOption) *Reconciler[T] {
 	cfg := reconcilerConfig{pollInterval: defaultPollInterval}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	r := &Reconciler[T]{
-		children:   children,
+		children:   hooks.Children,
+		cleanup:    hooks.Cleanup,
+		statusFn:   hooks.Status,
 		client:     mgr.GetClient(),
 		scheme:     mgr.GetScheme(),
 		cache:      mgr.GetCache(),
@@ -310,7 +314,7 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	}
 	r.newObj = func() T { return reflect.New(typ.Elem()).Interface().(T) }
 	if r.children == nil {
-		return errors.New("new reconciler: children function is nil")
+		return errors.New("new reconciler: Hooks.Children is nil")
 	}
 	gvk, err := apiutil.GVKForObject(r.newObj(), r.scheme)
 	if err != nil {
@@ -328,20 +332,6 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 		} else {
 			r.finalizer = "convergo.dev/" + r.name
 		}
-	}
-	if cfg.cleanup != nil {
-		fn, ok := cfg.cleanup.(func(context.Context, T) (bool, error))
-		if !ok {
-			return fmt.Errorf("new reconciler %s: WithCleanup takes a func(context.Context, %v) (bool, error), got %T", r.name, typ, cfg.cleanup)
-		}
-		r.cleanup = fn
-	}
-	if cfg.statusFn != nil {
-		fn, ok := cfg.statusFn.(func(context.Context, T, *GraphResult) error)
-		if !ok {
-			return fmt.Errorf("new reconciler %s: WithStatus takes a func(context.Context, %v, *GraphResult) error, got %T", r.name, typ, cfg.statusFn)
-		}
-		r.statusFn = fn
 	}
 	writer := client.WithFieldOwner(mgr.GetClient(), r.name)
 	r.client = writer

@@ -56,7 +56,7 @@ func TestIntegrationReconcilerReadsItsOwnWrites(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			rec := reconcile.NewReconciler(mgr, widgetChildren(new(atomic.Int64)),
+			rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: widgetChildren(new(atomic.Int64))},
 				reconcile.WithName(w.Name), reconcile.WithOwns(&corev1.ConfigMap{}),
 				reconcile.WithApplierOptions(reconcile.WithAdoptOrphans()))
 			if err := wc.Create(t.Context(), w); err != nil {

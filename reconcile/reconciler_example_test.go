@@ -61,8 +61,8 @@ func ExampleNewReconciler() {
 		g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		return g, nil
 	}
-	// In an operator: r := reconcile.NewReconciler(mgr, children, ...); r.SetupWithManager(mgr).
-	r := reconcile.NewReconciler(exampleManager{client: c}, children,
+	// In an operator: r := reconcile.NewReconciler(mgr, hooks, ...); r.SetupWithManager(mgr).
+	r := reconcile.NewReconciler(exampleManager{client: c}, reconcile.Hooks[*testapi.Widget]{Children: children},
 		reconcile.WithOwns(&corev1.ConfigMap{}),
 		reconcile.WithChangeEvents(), // also an event for the creation
 		reconcile.WithEventRecorder(rec))

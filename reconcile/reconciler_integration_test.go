@@ -111,6 +111,13 @@ func setupWidgets(t *testing.T, env *harness.Env) client.Client {
 
 func newWidgetTest(t *testing.T, opts ...reconcile.ReconcilerOption) *widgetTest {
 	t.Helper()
+	return newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{}, opts...)
+}
+
+// newWidgetTestWith is newWidgetTest with the Status and Cleanup hooks of hooks (Children is always
+// widgetChildren).
+func newWidgetTestWith(t *testing.T, hooks reconcile.Hooks[*testapi.Widget], opts ...reconcile.ReconcilerOption) *widgetTest {
+	t.Helper()
 	env := harness.Default()
 	c := setupWidgets(t, env)
 	wt := &widgetTest{
@@ -128,7 +135,8 @@ func newWidgetTest(t *testing.T, opts ...reconcile.ReconcilerOption) *widgetTest
 		reconcile.WithPollInterval(200 * time.Millisecond),
 	}, opts...)
 	env.StartManager(t, func(mgr manager.Manager) error {
-		wt.rec = reconcile.NewReconciler(mgr, widgetChildren(&wt.calls), opts...)
+		hooks.Children = widgetChildren(&wt.calls)
+		wt.rec = reconcile.NewReconciler(mgr, hooks, opts...)
 		return wt.rec.SetupWithManager(mgr)
 	}, harness.WithManagerConfig(wt.counter.Wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
 		o.Scheme = widgetScheme
@@ -461,7 +469,7 @@ func TestIntegrationReconcilerDeletion(t *testing.T) {
 		cleanup = append(cleanup, fmt.Sprintf("children present: %v", present))
 		return len(cleanup) >= 2, nil // not done the first time
 	}
-	wt := newWidgetTest(t, reconcile.WithCleanup(cleanupHook))
+	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Cleanup: cleanupHook})
 	w := wt.create(t, "gone", testapi.WidgetSpec{Data: map[string]string{"k": "v", "extra": "on"}})
 	wt.annotateReadyWhenCreated(t, "gone-config")
 	wt.waitWidget(t, w, "Ready", isReady)
@@ -568,7 +576,7 @@ func TestIntegrationReconcilerKeepsOtherFinalizers(t *testing.T) {
 // ready), listed in that reconcile's ChildrenApplied event (the only one, by default) and counted in
 // the metric.
 func TestIntegrationReconcilerPrunes(t *testing.T) {
-	wt := newWidgetTest(t, reconcile.WithStatus(func(_ context.Context, w *testapi.Widget, res *reconcile.GraphResult) error {
+	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Status: func(_ context.Context, w *testapi.Widget, res *reconcile.GraphResult) error {
 		w.Status.ReadyChildren = 0
 		for _, c := range res.Children {
 			if c.Ready {
@@ -576,7 +584,7 @@ func TestIntegrationReconcilerPrunes(t *testing.T) {
 			}
 		}
 		return nil
-	}))
+	}})
 	w := wt.create(t, "opt", testapi.WidgetSpec{Data: map[string]string{"extra": "on"}})
 	wt.annotateReadyWhenCreated(t, "opt-config")
 	got := wt.waitWidget(t, w, "Ready with three children", func(w *testapi.Widget) bool {
@@ -654,14 +662,12 @@ func TestIntegrationReconcilerWithWatches(t *testing.T) {
 		}
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 	})
-	wt := newWidgetTest(t,
-		reconcile.WithWatches(&corev1.ConfigMap{}, mapToWidget),
-		reconcile.WithStatus(func(_ context.Context, w *testapi.Widget, _ *reconcile.GraphResult) error {
-			if w.Name == "watched" {
-				woken.Add(1)
-			}
-			return nil
-		}))
+	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Status: func(_ context.Context, w *testapi.Widget, _ *reconcile.GraphResult) error {
+		if w.Name == "watched" {
+			woken.Add(1)
+		}
+		return nil
+	}}, reconcile.WithWatches(&corev1.ConfigMap{}, mapToWidget))
 	w := wt.create(t, "watched", testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
 	// The Widget waits for its config child to be annotated: nothing wakes it by itself.
 	wt.waitWidget(t, w, "Reconciling/WaitingForDependencies", func(w *testapi.Widget) bool {

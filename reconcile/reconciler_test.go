@@ -58,7 +58,7 @@ func rtReconciler(t testing.TB, opts ...ReconcilerOption) (*Reconciler[*testapi.
 	s := rtScheme(t)
 	rec := events.NewFakeRecorder(100)
 	mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s}
-	r := NewReconciler(mgr, func(context.Context, *testapi.Widget) (*Graph, error) { return NewGraph(), nil },
+	r := NewReconciler(mgr, Hooks[*testapi.Widget]{Children: func(context.Context, *testapi.Widget) (*Graph, error) { return NewGraph(), nil }},
 		append([]ReconcilerOption{WithEventRecorder(rec)}, opts...)...)
 	if r.initErr != nil {
 		t.Fatal(r.initErr)
@@ -398,14 +398,14 @@ func TestNewReconcilerDefaultsAndErrors(t *testing.T) {
 	mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s}
 	children := func(context.Context, *testapi.Widget) (*Graph, error) { return nil, nil }
 
-	r := NewReconciler(mgr, children, WithEventRecorder(events.NewFakeRecorder(1)))
+	r := NewReconciler(mgr, Hooks[*testapi.Widget]{Children: children}, WithEventRecorder(events.NewFakeRecorder(1)))
 	if r.initErr != nil {
 		t.Fatal(r.initErr)
 	}
 	if got := []string{r.Name(), r.Finalizer()}; !cmp.Equal(got, []string{"widget", "test.convergo.dev/finalizer"}) {
 		t.Errorf("name, finalizer = %v", got)
 	}
-	r = NewReconciler(mgr, children, WithName("gadget"), WithFinalizer("example.com/gadget"),
+	r = NewReconciler(mgr, Hooks[*testapi.Widget]{Children: children}, WithName("gadget"), WithFinalizer("example.com/gadget"),
 		WithOwns(&corev1.ConfigMap{}, &corev1.ConfigMap{}, &corev1.Secret{}), WithPollInterval(time.Second))
 	if r.initErr != nil || r.Name() != "gadget" || r.Finalizer() != "example.com/gadget" || len(r.owns) != 2 || r.poll != time.Second {
 		t.Errorf("options not applied: err %v name %q finalizer %q owns %d poll %v", r.initErr, r.Name(), r.Finalizer(), len(r.owns), r.poll)
@@ -421,21 +421,11 @@ func TestNewReconcilerDefaultsAndErrors(t *testing.T) {
 			mgr: rtManager{client: mgr.client, scheme: runtime.NewScheme()}, children: children,
 			want: "no kind is registered",
 		},
-		"nil children": {mgr: mgr, want: "children function is nil"},
-		"cleanup for another type": {
-			mgr: mgr, children: children,
-			opts: []ReconcilerOption{WithCleanup(func(context.Context, *rtOther) (bool, error) { return true, nil })},
-			want: "WithCleanup takes a func(context.Context, *testapi.Widget) (bool, error)",
-		},
-		"status hook for another type": {
-			mgr: mgr, children: children,
-			opts: []ReconcilerOption{WithStatus(func(context.Context, *rtOther, *GraphResult) error { return nil })},
-			want: "WithStatus takes a func(context.Context, *testapi.Widget, *GraphResult) error",
-		},
+		"nil children": {mgr: mgr, want: "Hooks.Children is nil"},
 	}
 	for name, tc := range errCases {
 		t.Run(name, func(t *testing.T) {
-			r := NewReconciler(tc.mgr, tc.children, append(tc.opts, WithEventRecorder(events.NewFakeRecorder(1)))...)
+			r := NewReconciler(tc.mgr, Hooks[*testapi.Widget]{Children: tc.children}, append(tc.opts, WithEventRecorder(events.NewFakeRecorder(1)))...)
 			if r.initErr == nil || !strings.Contains(r.initErr.Error(), tc.want) {
 				t.Fatalf("init error = %v, want it to contain %q", r.initErr, tc.want)
 			}
@@ -499,7 +489,7 @@ func TestDefaultMaxConcurrentReconciles(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s, ctrl: tc.mgr}
-			r := NewReconciler(mgr, func(context.Context, *testapi.Widget) (*Graph, error) { return NewGraph(), nil },
+			r := NewReconciler(mgr, Hooks[*testapi.Widget]{Children: func(context.Context, *testapi.Widget) (*Graph, error) { return NewGraph(), nil }},
 				append([]ReconcilerOption{WithEventRecorder(events.NewFakeRecorder(1))}, tc.opts...)...)
 			if r.initErr != nil {
 				t.Fatal(r.initErr)

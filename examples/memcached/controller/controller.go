@@ -49,10 +49,9 @@ func CacheOptions(opts *cache.Options) {
 // Memcacheds at once.
 func SetupWithManager(mgr ctrl.Manager) error {
 	s := &statusWriter{reader: mgr.GetClient()}
-	r := reconcile.NewReconciler(mgr, Children,
+	r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Memcached]{Children: Children, Status: s.status},
 		reconcile.WithName(Name),
 		reconcile.WithFinalizer(Finalizer),
-		reconcile.WithStatus(s.status),
 		reconcile.WithOwns(&appsv1.Deployment{}, &corev1.Service{}),
 		// A scaling history in `kubectl describe memcached`: an event for every reconcile that
 		// changed a child (by default only removals get one).

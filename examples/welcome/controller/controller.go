@@ -69,10 +69,9 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Welcome{}, passwordSecretIndex, passwordSecretName); err != nil {
 		return fmt.Errorf("set up welcome controller: index welcomes by password secret: %w", err)
 	}
-	r := reconcile.NewReconciler(mgr, w.children,
+	r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Welcome]{Children: w.children, Status: w.status},
 		reconcile.WithName(Name),
 		reconcile.WithFinalizer(Finalizer),
-		reconcile.WithStatus(w.status),
 		reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
 		reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata),
 		reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
