@@ -37,10 +37,10 @@ type config struct {
 	reader client.Reader
 }
 
-// WithReader makes a retry after a failed test re-read the object through r instead of the client the
+// WithAPIReader makes a retry after a failed test re-read the object through r instead of the client the
 // call was given. Pass the manager's API reader (mgr.GetAPIReader()) when that client reads from a cache:
 // a cache that lags behind would hand back the very list the server just refused.
-func WithReader(r client.Reader) Option { return func(c *config) { c.reader = r } }
+func WithAPIReader(r client.Reader) Option { return func(c *config) { c.reader = r } }
 
 func newConfig(c client.Client, opts []Option) config {
 	cfg := config{reader: c}
@@ -59,7 +59,7 @@ func newConfig(c client.Client, opts []Option) config {
 // name, guarded by a test of the finalizer list it saw (a test for null when the list is absent): another
 // controller's finalizers are never dropped, name is never listed twice, and changes to anything other
 // than the finalizer list never conflict (no resourceVersion is sent). If the list changed in between, the
-// server rejects the test (422); Ensure re-reads obj (through c, or WithReader's reader) and tries again, a bounded number of times.
+// server rejects the test (422); Ensure re-reads obj (through c, or WithAPIReader's reader) and tries again, a bounded number of times.
 // obj is updated from the server's answer. Ensure refuses to add a finalizer to an object being deleted
 // (the API server forbids it).
 func Ensure(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (added bool, err error) {

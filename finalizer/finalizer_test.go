@@ -271,10 +271,10 @@ func (r *staleReader) Get(_ context.Context, _ client.ObjectKey, obj client.Obje
 	return nil
 }
 
-// TestRetryRereadsThroughWithReader shows where a retry re-reads: through the call's client by default
+// TestRetryRereadsThroughWithAPIReader shows where a retry re-reads: through the call's client by default
 // (here a cache stuck on the old list, so the retries are refused until they give up), through the
-// WithReader reader when given (here the API server itself, so the second attempt succeeds).
-func TestRetryRereadsThroughWithReader(t *testing.T) {
+// WithAPIReader reader when given (here the API server itself, so the second attempt succeeds).
+func TestRetryRereadsThroughWithAPIReader(t *testing.T) {
 	cases := map[string]struct {
 		withReader  bool
 		wantErr     bool
@@ -282,7 +282,7 @@ func TestRetryRereadsThroughWithReader(t *testing.T) {
 		wantPatches int
 	}{
 		"default: re-read through the cached client": {withReader: false, wantErr: true, wantStale: maxAttempts - 1, wantPatches: maxAttempts},
-		"WithReader: re-read through the API reader": {withReader: true, wantErr: false, wantStale: 0, wantPatches: 2},
+		"WithAPIReader: re-read through the API reader": {withReader: true, wantErr: false, wantStale: 0, wantPatches: 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -292,7 +292,7 @@ func TestRetryRereadsThroughWithReader(t *testing.T) {
 			var opts []Option
 			cached := cachedClient{Client: server, reader: cache}
 			if tc.withReader {
-				opts = append(opts, WithReader(server))
+				opts = append(opts, WithAPIReader(server))
 			}
 			obj := configMap("other.io/a") // what the cache showed when the reconcile began
 			_, err := Ensure(t.Context(), cached, obj, ours, opts...)

@@ -85,8 +85,8 @@ func (e *ImmutableFieldError) Error() string {
 // Unwrap returns the API server's error.
 func (e *ImmutableFieldError) Unwrap() error { return e.Err }
 
-// Option configures an Applier.
-type Option func(*applierConfig)
+// ApplierOption configures an Applier.
+type ApplierOption func(*applierConfig)
 
 type applierConfig struct {
 	fieldManager        string
@@ -97,20 +97,20 @@ type applierConfig struct {
 
 // WithFieldManager sets the server-side apply field manager (default DefaultFieldManager). Use one
 // name per controller.
-func WithFieldManager(name string) Option {
+func WithFieldManager(name string) ApplierOption {
 	return func(c *applierConfig) { c.fieldManager = name }
 }
 
 // WithAdoptOrphans lets Apply take over an existing child that has no controller reference and no
 // tracking label. Without it such a child is an *OrphanError.
-func WithAdoptOrphans() Option {
+func WithAdoptOrphans() ApplierOption {
 	return func(c *applierConfig) { c.adoptOrphans = true }
 }
 
 // WithRecreateOnImmutable makes Apply delete and recreate a child when the API server rejects a
 // change to an immutable field (a Deployment's selector, a Service's clusterIP, a Job's template).
 // Without it such a change is an *ImmutableFieldError.
-func WithRecreateOnImmutable() Option {
+func WithRecreateOnImmutable() ApplierOption {
 	return func(c *applierConfig) { c.recreateOnImmutable = true }
 }
 
@@ -121,7 +121,7 @@ func WithRecreateOnImmutable() Option {
 // the cache is not yet confirmed. Without it the Applier's own client is used, which is right for a
 // client that reads from the API server and too weak for the manager's cached client. The Reconciler
 // passes the manager's API reader.
-func WithAPIReader(r client.Reader) Option {
+func WithAPIReader(r client.Reader) ApplierOption {
 	return func(c *applierConfig) { c.apiReader = r }
 }
 
@@ -158,7 +158,7 @@ func (a *Applier) proto(obj client.Object) client.Object {
 
 // NewApplier returns an Applier writing through c. scheme maps Go types to kinds; nil means
 // c.Scheme().
-func NewApplier(c client.Client, scheme *runtime.Scheme, opts ...Option) *Applier {
+func NewApplier(c client.Client, scheme *runtime.Scheme, opts ...ApplierOption) *Applier {
 	if scheme == nil {
 		scheme = c.Scheme()
 	}
@@ -182,7 +182,9 @@ func (a *Applier) Scheme() *runtime.Scheme { return a.scheme }
 // FieldManager returns the server-side apply field manager name.
 func (a *Applier) FieldManager() string { return a.cfg.fieldManager }
 
-// Apply makes the child desired exist as declared, owned by owner, and reports what it did.
+// Apply makes the child desired exist as declared, owned by owner, and returns the live child (the
+// server's answer after a write, the cached object when nothing was sent; nil when it does not exist,
+// e.g. after OperationRecreated while the old object is still being deleted) and what it did.
 //
 // desired is a typed object (or *unstructured.Unstructured) holding only what the operator cares
 // about; it is not modified. Apply sets on a copy: the namespace (owner's, when the kind is
@@ -190,14 +192,16 @@ func (a *Applier) FieldManager() string { return a.cfg.fieldManager }
 // namespace, or a cluster-scoped owner), the tracking labels of package ownership on every child,
 // and the intent-hash annotation. It then reads the live child from the client (the cache):
 //
-//   - not found: server-side apply creates it (OperationCreated); but when this Applier created it
-//     with the same intent moments ago and has an API reader (WithAPIReader), the cache lags: the
-//     child is read once through the API reader and, found, judged as below (normally
-//     OperationUnchanged, nothing sent);
-//   - every field of the intent already holds its value and the intent hash matches:
-//     OperationUnchanged, and nothing is sent;
-//   - otherwise: server-side apply with the Applier's field manager, forcing ownership
-//     (OperationUpdated). Fields dropped from desired are removed from the live child.
+//   - not shown by the cache: a create-only server-side apply (OperationCreated), which the API server
+//     refuses when the object exists although the cache does not show it (it lags, or is filtered);
+//     the child is then read through the API reader (WithAPIReader) and judged as below, so it is
+//     never overwritten unless it is ours. A child this Applier wrote moments ago and the cache has not
+//     shown yet is read through the API reader first (normally OperationUnchanged, nothing sent);
+//   - every field of the intent already holds its value (each list compared by its merge semantics)
+//     and the intent hash matches: OperationUnchanged, and nothing is sent;
+//   - otherwise: server-side apply with the Applier's field manager, forcing ownership, guarded by the
+//     judged object's UID (OperationUpdated). Fields dropped from desired are removed from the live
+//     child.
 //
 // A live child controlled (or tracked) by another owner is an *ownership.AlreadyOwnedError, one
 // without controller or tracking label an *OrphanError (unless WithAdoptOrphans), a rejected
@@ -207,15 +211,7 @@ func (a *Applier) FieldManager() string { return a.cfg.fieldManager }
 // An *unstructured.Unstructured child is read with the client as well; controller-runtime's client
 // reads unstructured objects from the API server (one GET per Apply) unless its cache is set up for
 // them (client.Options{Cache: &client.CacheOptions{Unstructured: true}}).
-func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (Operation, error) {
-	_, op, err := a.ApplyAndGet(ctx, owner, desired)
-	return op, err
-}
-
-// ApplyAndGet is Apply returning also the live child: the server's answer after a write, or the
-// cached object when nothing was sent. It is nil when the child does not exist (e.g. after
-// OperationRecreated while the old object is still being deleted).
-func (a *Applier) ApplyAndGet(ctx context.Context, owner, desired client.Object) (client.Object, Operation, error) {
+func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (client.Object, Operation, error) {
 	c, err := a.newCall(owner, desired)
 	if err != nil {
 		return nil, "", err

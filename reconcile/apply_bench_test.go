@@ -238,7 +238,7 @@ func BenchmarkApplyUnchanged(b *testing.B) {
 			owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "alice", Namespace: "ns", UID: "uid-owner"}}
 
 			desired := tc.desired()
-			if op, err := a.Apply(b.Context(), owner, desired); err != nil || op != reconcile.OperationCreated {
+			if _, op, err := a.Apply(b.Context(), owner, desired); err != nil || op != reconcile.OperationCreated {
 				b.Fatalf("first apply: %s, %v; want Created", op, err)
 			}
 			live := desired.DeepCopyObject().(client.Object)
@@ -247,7 +247,7 @@ func BenchmarkApplyUnchanged(b *testing.B) {
 
 			b.ReportAllocs()
 			for b.Loop() {
-				op, err := a.Apply(b.Context(), owner, desired)
+				_, op, err := a.Apply(b.Context(), owner, desired)
 				if err != nil || op != reconcile.OperationUnchanged {
 					b.Fatalf("apply of a converged child: %s, %v; want Unchanged", op, err)
 				}

@@ -149,12 +149,12 @@ func TestIntegrationApplyNoSecondCreateWhileCacheLags(t *testing.T) {
 	}
 	cases := map[string]struct {
 		child string
-		opts  []reconcile.Option
+		opts  []reconcile.ApplierOption
 		want  figures
 	}{
 		"with the API reader": {
 			child: "child-reader",
-			opts:  []reconcile.Option{reconcile.WithAPIReader(mgr.GetAPIReader())},
+			opts:  []reconcile.ApplierOption{reconcile.WithAPIReader(mgr.GetAPIReader())},
 			want:  figures{Ops: []reconcile.Operation{reconcile.OperationCreated, reconcile.OperationUnchanged}, Writes: 1, Gets: 1},
 		},
 		// Without one, the Applier reads with the cached client, which cannot tell: the create is refused
@@ -175,7 +175,7 @@ func TestIntegrationApplyNoSecondCreateWhileCacheLags(t *testing.T) {
 			counter.Reset()
 			var got figures
 			for range 2 {
-				op, err := a.Apply(t.Context(), owner, desired(tc.child))
+				_, op, err := a.Apply(t.Context(), owner, desired(tc.child))
 				if err != nil {
 					op = "error: " + reconcile.Operation(err.Error())
 					if strings.Contains(err.Error(), "WithAPIReader") {
@@ -207,7 +207,7 @@ func TestIntegrationApplyNoSecondCreateWhileCacheLags(t *testing.T) {
 	}
 	counter.Reset()
 	for child, a := range appliers {
-		if op, err := a.Apply(t.Context(), owner, desired(child)); err != nil || op != reconcile.OperationUnchanged {
+		if _, op, err := a.Apply(t.Context(), owner, desired(child)); err != nil || op != reconcile.OperationUnchanged {
 			t.Errorf("apply %s once the cache caught up = %s, %v; want Unchanged", child, op, err)
 		}
 	}

@@ -40,7 +40,7 @@ func ExampleApplier_Apply() {
 		}
 	}
 	for _, greeting := range []string{"hello", "hello", "bonjour"} {
-		op, err := a.Apply(ctx, owner, desired(greeting))
+		_, op, err := a.Apply(ctx, owner, desired(greeting))
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -92,10 +92,12 @@ func ExampleApplier_Apply_clusterScopedChild() {
 
 	// On the owner's deletion (the Reconciler calls this until done, then removes its finalizer):
 	for done := false; !done; {
-		if done, err = g.Delete(ctx, a, owner); err != nil {
+		res, err := g.Delete(ctx, a, owner)
+		if err != nil {
 			fmt.Println(err)
 			return
 		}
+		done = res.Done
 	}
 	err = c.Get(ctx, client.ObjectKey{Name: "app-reader"}, &rbacv1.ClusterRole{})
 	fmt.Println("ClusterRole gone:", apierrors.IsNotFound(err))

@@ -34,7 +34,7 @@ func (a *Applier) ApplyFunc(ctx context.Context, owner, obj client.Object, mutat
 	if got := client.ObjectKeyFromObject(obj); got != key {
 		return "", fmt.Errorf("apply %s: mutate changed the object's name or namespace to %s", kobj.DescribeKey(gvk.Kind, key), got)
 	}
-	live, op, err := a.ApplyAndGet(ctx, owner, obj)
+	live, op, err := a.Apply(ctx, owner, obj)
 	if err != nil {
 		return op, err
 	}

@@ -73,7 +73,7 @@ func (f *fixture) newOwner(t *testing.T, name string) *corev1.ConfigMap {
 	return o
 }
 
-func (f *fixture) applier(opts ...reconcile.Option) *reconcile.Applier {
+func (f *fixture) applier(opts ...reconcile.ApplierOption) *reconcile.Applier {
 	return reconcile.NewApplier(f.mgr.GetClient(), f.mgr.GetScheme(), opts...)
 }
 
@@ -96,7 +96,7 @@ func (f *fixture) waitCached(t *testing.T, obj client.Object) {
 // cache has caught up with it.
 func (f *fixture) mustApply(t *testing.T, a *reconcile.Applier, desired client.Object, want reconcile.Operation) client.Object {
 	t.Helper()
-	live, op, err := a.ApplyAndGet(t.Context(), f.owner, desired)
+	live, op, err := a.Apply(t.Context(), f.owner, desired)
 	if err != nil {
 		t.Fatalf("apply %s: %v", desired.GetName(), err)
 	}
@@ -210,7 +210,7 @@ func TestIntegrationApplyNoSpuriousWrites(t *testing.T) {
 
 			f.counter.Reset()
 			for i := range 5 {
-				op, err := a.Apply(t.Context(), f.owner, desired(f.ns))
+				_, op, err := a.Apply(t.Context(), f.owner, desired(f.ns))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -235,7 +235,7 @@ func TestIntegrationApplyIgnoresServerDefaults(t *testing.T) {
 	if live.Spec.Replicas == nil || live.Spec.Template.Spec.Containers[0].ImagePullPolicy == "" || live.Spec.RevisionHistoryLimit == nil {
 		t.Fatalf("expected server defaults in the live object: %+v", live.Spec)
 	}
-	if op, err := f.applier().Apply(t.Context(), f.owner, deployment("web")); err != nil || op != reconcile.OperationUnchanged {
+	if _, op, err := f.applier().Apply(t.Context(), f.owner, deployment("web")); err != nil || op != reconcile.OperationUnchanged {
 		t.Fatalf("apply over server defaults: %s, %v; want Unchanged", op, err)
 	}
 }
@@ -296,7 +296,7 @@ func TestIntegrationApplyChangeAndQuantities(t *testing.T) {
 
 	f.counter.Reset()
 	for range 3 {
-		if op, err := a.Apply(t.Context(), f.owner, deployment("web", withResources("1000m", "1024Mi"))); err != nil || op != reconcile.OperationUnchanged {
+		if _, op, err := a.Apply(t.Context(), f.owner, deployment("web", withResources("1000m", "1024Mi"))); err != nil || op != reconcile.OperationUnchanged {
 			t.Fatalf("re-apply of canonicalised quantities: %s, %v; want Unchanged", op, err)
 		}
 	}
@@ -331,7 +331,7 @@ func TestIntegrationApplyQuantitiesAsHeldAndStringsAsWritten(t *testing.T) {
 	f.mustApply(t, a, deployment("odd", oddMemory), reconcile.OperationCreated)
 	f.counter.Reset()
 	for range 3 {
-		if op, err := a.Apply(t.Context(), f.owner, deployment("odd", oddMemory)); err != nil || op != reconcile.OperationUnchanged {
+		if _, op, err := a.Apply(t.Context(), f.owner, deployment("odd", oddMemory)); err != nil || op != reconcile.OperationUnchanged {
 			t.Fatalf("re-apply of a quantity the server re-serialised: %s, %v; want Unchanged", op, err)
 		}
 	}
@@ -400,14 +400,14 @@ func TestIntegrationApplyNeverSteals(t *testing.T) {
 	other := f.newOwner(t, "other")
 
 	// A Deployment controlled by another owner.
-	if _, err := f.applier().Apply(t.Context(), other, deployment("taken")); err != nil {
+	if _, _, err := f.applier().Apply(t.Context(), other, deployment("taken")); err != nil {
 		t.Fatal(err)
 	}
 	taken := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "taken"}}
 	f.getLive(t, taken)
 	f.waitCached(t, taken)
 	f.counter.Reset()
-	_, err := f.applier(reconcile.WithAdoptOrphans()).Apply(t.Context(), f.owner, deployment("taken"))
+	_, _, err := f.applier(reconcile.WithAdoptOrphans()).Apply(t.Context(), f.owner, deployment("taken"))
 	var owned *ownership.AlreadyOwnedError
 	if !errors.As(err, &owned) {
 		t.Fatalf("apply over another owner's child: %v, want *ownership.AlreadyOwnedError", err)
@@ -428,7 +428,7 @@ func TestIntegrationApplyNeverSteals(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitCached(t, orphan)
-	_, err = f.applier().Apply(t.Context(), f.owner, deployment("orphan"))
+	_, _, err = f.applier().Apply(t.Context(), f.owner, deployment("orphan"))
 	var orphanErr *reconcile.OrphanError
 	if !errors.As(err, &orphanErr) || !strings.Contains(err.Error(), "WithAdoptOrphans") {
 		t.Fatalf("apply over an orphan: %v, want *reconcile.OrphanError naming the option", err)
@@ -450,7 +450,7 @@ func TestIntegrationApplyImmutableSelector(t *testing.T) {
 		d.Spec.Selector.MatchLabels = map[string]string{"app": "web", "v": "2"}
 		d.Spec.Template.Labels = map[string]string{"app": "web", "v": "2"}
 	}
-	_, err := f.applier().Apply(t.Context(), f.owner, deployment("web", relabel))
+	_, _, err := f.applier().Apply(t.Context(), f.owner, deployment("web", relabel))
 	var immutable *reconcile.ImmutableFieldError
 	if !errors.As(err, &immutable) {
 		t.Fatalf("selector change: %v, want *reconcile.ImmutableFieldError", err)
@@ -470,7 +470,7 @@ func TestIntegrationApplyImmutableSelector(t *testing.T) {
 	if after.Spec.Selector.MatchLabels["v"] != "2" {
 		t.Errorf("selector = %v, want the new one", after.Spec.Selector.MatchLabels)
 	}
-	if op, err := f.applier(reconcile.WithRecreateOnImmutable()).Apply(t.Context(), f.owner, deployment("web", relabel)); err != nil || op != reconcile.OperationUnchanged {
+	if _, op, err := f.applier(reconcile.WithRecreateOnImmutable()).Apply(t.Context(), f.owner, deployment("web", relabel)); err != nil || op != reconcile.OperationUnchanged {
 		t.Errorf("apply after recreate: %s, %v; want Unchanged", op, err)
 	}
 }

@@ -139,7 +139,7 @@ func TestApplyCreatedThenUnchanged(t *testing.T) {
 	desired := desiredCM(map[string]string{"k": "v"})
 	before := desired.DeepCopy()
 
-	live, op, err := a.ApplyAndGet(t.Context(), app, desired)
+	live, op, err := a.Apply(t.Context(), app, desired)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestApplyCreatedThenUnchanged(t *testing.T) {
 	}
 	w.n = 0
 	for i := range 3 {
-		op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"}))
+		_, op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"}))
 		if err != nil || op != OperationUnchanged {
 			t.Fatalf("apply %d: %s, %v; want Unchanged", i, op, err)
 		}
@@ -169,7 +169,7 @@ func TestApplyCreatedThenUnchanged(t *testing.T) {
 	if w.n != 0 {
 		t.Errorf("%d writes for an unchanged child, want 0", w.n)
 	}
-	op, err = a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v2"}))
+	_, op, err = a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v2"}))
 	if err != nil || op != OperationUpdated {
 		t.Fatalf("changed apply: %s, %v; want Updated", op, err)
 	}
@@ -182,7 +182,7 @@ func TestApplyDetectsLiveDrift(t *testing.T) {
 	c := newFake(t, nil)
 	a := NewApplier(c, nil)
 	app := owner("app")
-	if _, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"})); err != nil {
+	if _, _, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"})); err != nil {
 		t.Fatal(err)
 	}
 	// Someone else changes a field we own; the hash still matches, the subset check does not.
@@ -195,7 +195,7 @@ func TestApplyDetectsLiveDrift(t *testing.T) {
 	if err := c.Update(t.Context(), live); err != nil {
 		t.Fatal(err)
 	}
-	op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"}))
+	_, op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"}))
 	if err != nil || op != OperationUpdated {
 		t.Fatalf("apply after drift: %s, %v; want Updated", op, err)
 	}
@@ -218,7 +218,7 @@ func TestApplyRepairsDriftBetweenNumberLikeStrings(t *testing.T) {
 			c := newFake(t, nil)
 			a := NewApplier(c, nil)
 			app := owner("app")
-			if _, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"v": tc.desired})); err != nil {
+			if _, _, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"v": tc.desired})); err != nil {
 				t.Fatal(err)
 			}
 			live := &corev1.ConfigMap{}
@@ -229,7 +229,7 @@ func TestApplyRepairsDriftBetweenNumberLikeStrings(t *testing.T) {
 			if err := c.Update(t.Context(), live); err != nil {
 				t.Fatal(err)
 			}
-			op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"v": tc.desired}))
+			_, op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"v": tc.desired}))
 			if err != nil || op != OperationUpdated {
 				t.Fatalf("apply after %q was changed to %q: %s, %v; want Updated", tc.desired, tc.tampered, op, err)
 			}
@@ -256,7 +256,7 @@ func TestApplyOwnership(t *testing.T) {
 
 	cases := map[string]struct {
 		live    client.Object
-		opts    []Option
+		opts    []ApplierOption
 		wantErr func(error) bool
 		want    string
 	}{
@@ -283,11 +283,11 @@ func TestApplyOwnership(t *testing.T) {
 		},
 		"orphan adopted on request": {
 			live: orphan,
-			opts: []Option{WithAdoptOrphans()},
+			opts: []ApplierOption{WithAdoptOrphans()},
 		},
 		"controlled by another owner even with adoption": {
 			live: controlledByOther,
-			opts: []Option{WithAdoptOrphans()},
+			opts: []ApplierOption{WithAdoptOrphans()},
 			wantErr: func(err error) bool {
 				var e *ownership.AlreadyOwnedError
 				return errors.As(err, &e)
@@ -299,7 +299,7 @@ func TestApplyOwnership(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := &writeCounter{}
 			c := newFake(t, w, tc.live.DeepCopyObject().(client.Object))
-			op, err := NewApplier(c, nil, tc.opts...).Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"}))
+			_, op, err := NewApplier(c, nil, tc.opts...).Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"}))
 			if tc.wantErr == nil {
 				if err != nil || op != OperationUpdated {
 					t.Fatalf("Apply = %s, %v; want Updated", op, err)
@@ -333,7 +333,7 @@ func TestApplyClusterScopedChildOfNamespacedOwner(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "app-role", Namespace: "ignored"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}},
 	}
-	live, op, err := NewApplier(c, nil).ApplyAndGet(t.Context(), app, role)
+	live, op, err := NewApplier(c, nil).Apply(t.Context(), app, role)
 	if err != nil || op != OperationCreated {
 		t.Fatalf("Apply = %s, %v; want Created", op, err)
 	}
@@ -351,7 +351,7 @@ func TestApplyClusterScopedChildOfNamespacedOwner(t *testing.T) {
 }
 
 func TestApplyNamespacedChildWithoutNamespace(t *testing.T) {
-	_, err := NewApplier(newFake(t, nil), nil).Apply(t.Context(), nil, desiredCM(nil))
+	_, _, err := NewApplier(newFake(t, nil), nil).Apply(t.Context(), nil, desiredCM(nil))
 	if err == nil || !strings.Contains(err.Error(), "has no namespace") {
 		t.Fatalf("Apply = %v, want a missing namespace error", err)
 	}
@@ -366,7 +366,7 @@ func TestApplyTerminating(t *testing.T) {
 	if err := ownership.SetController(app, live, testScheme(t)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := NewApplier(newFake(t, nil, live), nil).Apply(t.Context(), app, desiredCM(nil))
+	_, _, err := NewApplier(newFake(t, nil, live), nil).Apply(t.Context(), app, desiredCM(nil))
 	if !errors.Is(err, ErrTerminating) {
 		t.Fatalf("Apply = %v, want ErrTerminating", err)
 	}
@@ -379,7 +379,7 @@ func TestApplySkipsWriteWhileCacheLags(t *testing.T) {
 	c := newFake(t, w)
 	app := owner("app")
 	a := NewApplier(c, nil)
-	if _, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"})); err != nil {
+	if _, _, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"})); err != nil {
 		t.Fatal(err)
 	}
 	stale := &corev1.ConfigMap{}
@@ -395,7 +395,7 @@ func TestApplySkipsWriteWhileCacheLags(t *testing.T) {
 	a = NewApplier(lagging, nil)
 	w.n = 0
 	for i := range 3 {
-		op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v2"}))
+		_, op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v2"}))
 		want := OperationUnchanged
 		if i == 0 {
 			want = OperationUpdated
@@ -408,7 +408,7 @@ func TestApplySkipsWriteWhileCacheLags(t *testing.T) {
 		t.Errorf("%d writes, want 1", w.n)
 	}
 	// Another intent is written even though the cache still lags.
-	if op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v3"})); err != nil || op != OperationUpdated {
+	if _, op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v3"})); err != nil || op != OperationUpdated {
 		t.Fatalf("apply of a new intent = %s, %v; want Updated", op, err)
 	}
 }
@@ -427,12 +427,12 @@ func TestApplyFieldManager(t *testing.T) {
 				return c.Apply(ctx, obj, opts...)
 			},
 		}).Build()
-	if _, err := NewApplier(c, nil).Apply(t.Context(), owner("app"), desiredCM(nil)); err != nil {
+	if _, _, err := NewApplier(c, nil).Apply(t.Context(), owner("app"), desiredCM(nil)); err != nil {
 		t.Fatal(err)
 	}
 	desired := desiredCM(nil)
 	desired.Name = "other"
-	if _, err := NewApplier(c, nil, WithFieldManager("memcached")).Apply(t.Context(), owner("app"), desired); err != nil {
+	if _, _, err := NewApplier(c, nil, WithFieldManager("memcached")).Apply(t.Context(), owner("app"), desired); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{DefaultFieldManager, "memcached"}, managers); diff != "" {
@@ -486,7 +486,7 @@ func TestApplyCrossNamespaceChildIsTracked(t *testing.T) {
 	app := owner("app")
 	desired := desiredCM(map[string]string{"k": "v"})
 	desired.Namespace = "elsewhere"
-	live, op, err := a.ApplyAndGet(t.Context(), app, desired)
+	live, op, err := a.Apply(t.Context(), app, desired)
 	if err != nil || op != OperationCreated {
 		t.Fatalf("Apply = %s, %v; want Created", op, err)
 	}
@@ -494,7 +494,7 @@ func TestApplyCrossNamespaceChildIsTracked(t *testing.T) {
 		t.Errorf("cross-namespace child: refs %v labels %v; want tracked without owner reference", live.GetOwnerReferences(), live.GetLabels())
 	}
 	// Ours by tracking label: applying again is fine, and unchanged.
-	if op, err := a.Apply(t.Context(), app, desired); err != nil || op != OperationUnchanged {
+	if _, op, err := a.Apply(t.Context(), app, desired); err != nil || op != OperationUnchanged {
 		t.Errorf("second Apply = %s, %v; want Unchanged", op, err)
 	}
 }
@@ -597,13 +597,13 @@ func TestApplyDoesNotCreateTwiceWhileCacheLags(t *testing.T) {
 				},
 			})
 			reader := &countingReader{Reader: server, err: tc.readerErr}
-			var opts []Option
+			var opts []ApplierOption
 			if !tc.noReader {
 				opts = append(opts, WithAPIReader(reader))
 			}
 			a := NewApplier(cache, nil, opts...)
 			app := owner("app")
-			if op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"})); err != nil || op != OperationCreated {
+			if _, op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": "v"})); err != nil || op != OperationCreated {
 				t.Fatalf("first apply = %s, %v; want Created", op, err)
 			}
 			if tc.between != nil {
@@ -614,7 +614,7 @@ func TestApplyDoesNotCreateTwiceWhileCacheLags(t *testing.T) {
 				data = tc.secondData
 			}
 			w.n = 0
-			live, op, err := a.ApplyAndGet(t.Context(), app, desiredCM(map[string]string{"k": data}))
+			live, op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": data}))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Errorf("second apply: error %v, want one containing %q", err, tc.wantErr)
@@ -662,7 +662,7 @@ func TestApplyRecordsGoOnceTheCacheShowsTheChild(t *testing.T) {
 		{data: "w", wantOp: OperationUnchanged, wantRecords: 0},
 	}
 	for i, s := range steps {
-		op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": s.data}))
+		_, op, err := a.Apply(t.Context(), app, desiredCM(map[string]string{"k": s.data}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -128,12 +128,12 @@ func TestIntegrationNeverStealWhateverTheCache(t *testing.T) {
 			}
 			a := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithAPIReader(mgr.GetAPIReader()))
 
-			_, err := a.Apply(t.Context(), owner, webDeployment("orphan", "ours:1"))
+			_, _, err := a.Apply(t.Context(), owner, webDeployment("orphan", "ours:1"))
 			var orphanErr *reconcile.OrphanError
 			if !errors.As(err, &orphanErr) {
 				t.Errorf("apply over an orphan: %v, want *reconcile.OrphanError", err)
 			}
-			_, err = a.Apply(t.Context(), owner, webDeployment("taken", "ours:1"))
+			_, _, err = a.Apply(t.Context(), owner, webDeployment("taken", "ours:1"))
 			var owned *ownership.AlreadyOwnedError
 			if !errors.As(err, &owned) || owned.Current.Name != "other-owner" {
 				t.Errorf("apply over another owner's child: %v, want *ownership.AlreadyOwnedError naming other-owner", err)
@@ -150,7 +150,7 @@ func TestIntegrationNeverStealWhateverTheCache(t *testing.T) {
 			}
 
 			adopt := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithAPIReader(mgr.GetAPIReader()), reconcile.WithAdoptOrphans())
-			live, op, err := adopt.ApplyAndGet(t.Context(), owner, webDeployment("orphan", "ours:1"))
+			live, op, err := adopt.Apply(t.Context(), owner, webDeployment("orphan", "ours:1"))
 			if err != nil || op != reconcile.OperationUpdated {
 				t.Fatalf("adopting apply = %s, %v; want Updated", op, err)
 			}
@@ -193,10 +193,11 @@ func TestIntegrationGraphDeleteWhateverTheCache(t *testing.T) {
 					if pass == 50 {
 						t.Fatalf("round %d: not done after %d passes", round, pass)
 					}
-					done, err = g.Delete(t.Context(), a, owner)
+					res, err := g.Delete(t.Context(), a, owner)
 					if err != nil {
 						t.Fatalf("round %d pass %d: %v", round, pass, err)
 					}
+					done = res.Done
 					exist := existing(t, env, children)
 					if bad := outOfOrder(exist); bad != "" {
 						t.Fatalf("round %d pass %d: %s (existing: %v)", round, pass, bad, exist)
@@ -283,7 +284,7 @@ func TestIntegrationApplyRevertsAtomicListEscalation(t *testing.T) {
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}}
 	deploy := webDeployment("web", "ours:1")
 	for _, obj := range []client.Object{role, deploy} {
-		live, _, err := a.ApplyAndGet(t.Context(), f.owner, obj)
+		live, _, err := a.Apply(t.Context(), f.owner, obj)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +338,7 @@ func TestIntegrationApplyRevertsAtomicListEscalation(t *testing.T) {
 		}
 		f.waitCached(t, live)
 		f.counter.Reset()
-		got, op, err := a.ApplyAndGet(t.Context(), f.owner, s.obj)
+		got, op, err := a.Apply(t.Context(), f.owner, s.obj)
 		if err != nil || op != s.wantOp {
 			t.Errorf("%s: Apply = %s, %v; want %s", s.name, op, err, s.wantOp)
 			continue

@@ -11,7 +11,7 @@
 // server, and absence is confirmed there (see Applier.Apply and Graph.Delete).
 //
 //	a := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithFieldManager("memcached"))
-//	op, err := a.Apply(ctx, memcached, &appsv1.Deployment{
+//	_, op, err := a.Apply(ctx, memcached, &appsv1.Deployment{
 //		ObjectMeta: metav1.ObjectMeta{Name: memcached.Name},
 //		Spec:       appsv1.DeploymentSpec{ /* only what you mean */ },
 //	})
@@ -24,7 +24,7 @@
 //	g.Add("service", service) // needs nothing to exist first: applied at once, beside the config
 //	res, err := g.Apply(ctx, a, owner)        // in order; waits for readiness
 //	pruned, err := a.Prune(ctx, owner, g, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.Deployment{})
-//	done, err := g.Delete(ctx, a, owner)      // reverse order, on deletion, until done
+//	del, err := g.Delete(ctx, a, owner)       // reverse order, on deletion, until del.Done
 //
 // The Reconciler composes all of it for an API type T whose status has conditions: on every
 // request it ensures a finalizer, builds the Graph from T's spec, applies it, prunes what is no

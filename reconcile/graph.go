@@ -306,7 +306,7 @@ func (r *GraphResult) Changed() bool {
 	return false
 }
 
-// maxParallelApplies bounds how many children Graph.Apply, and Graph.DeleteChildren within a layer,
+// maxParallelApplies bounds how many children Graph.Apply, and Graph.Delete within a layer,
 // send at once.
 const maxParallelApplies = 8
 
@@ -399,7 +399,7 @@ func inLayer(layer []string, run func(i int, name string)) {
 // what the child waits for, if anything.
 func applyChild(ctx context.Context, a *Applier, owner client.Object, n *Node) (cr ChildResult, waiting []string, err error) {
 	cr.Name = n.name
-	live, op, err := a.ApplyAndGet(ctx, owner, n.obj)
+	live, op, err := a.Apply(ctx, owner, n.obj)
 	switch {
 	case errors.Is(err, ErrTerminating):
 		cr.Reason = "being deleted; it is created again once it is gone"
@@ -434,32 +434,29 @@ func applyChild(ctx context.Context, a *Applier, owner client.Object, n *Node) (
 // UID); it moves to the next layer only when none of them exists any more. An object with the same
 // name that is not owner's does not count, and is left alone. Progress is derived from live state
 // only, so calling Delete again, after a restart, with a new Graph and Applier, resumes where it
-// stopped. Call it until done is true; requeue meanwhile (deletions also trigger watch events).
+// stopped. Call it until the result is Done; requeue meanwhile (deletions also trigger watch events).
+// The result also says which children this pass deleted and which ones it waits for; on error it holds
+// what was done before the error.
 //
-// Delete is DeleteChildren reporting only whether it is done.
-func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (done bool, err error) {
-	res, err := g.DeleteChildren(ctx, a, owner)
-	return res != nil && res.Done, err
-}
-
-// DeleteResult is what one deletion pass did: Graph.DeleteChildren or Applier.DeleteOwnedChildren.
+// Absence is never taken from the cache alone: a child counts as gone when the API server says so (a
+// DELETE or a read answered 404, or another UID holds the name), or when the cache saw the very UID
+// whose deletion this Applier sent go; a child the cache does not show is read once. Each DELETE is
+// sent once.
+// DeleteResult is what one deletion pass did: Graph.Delete or Applier.DeleteOwned.
 type DeleteResult struct {
 	// Done is true when none of the children exists any more.
 	Done bool
 	// Deleted lists, in the order issued, the children whose deletion this pass sent: Operation is
 	// OperationDeleted and Object the live object as read before the deletion. A child already being
 	// deleted (or found gone by the API server) is not listed. Name is the child's name in the graph,
-	// empty for a child found by its tracking label only (DeleteOwnedChildren).
+	// empty for a child found by its tracking label only (DeleteOwned).
 	Deleted []ChildResult
 	// Waiting lists the children that still exist, "name: Kind ns/name" ("Kind ns/name" without a
 	// graph name): for a graph only those of the layer being deleted, which hold back the next layer.
 	Waiting []string
 }
 
-// DeleteChildren is Delete reporting also which children this pass deleted and which ones it waits
-// for; see Delete for the order and the guarantees. On error the result holds what was done before
-// it.
-func (g *Graph) DeleteChildren(ctx context.Context, a *Applier, owner client.Object) (*DeleteResult, error) {
+func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (*DeleteResult, error) {
 	layers, err := g.Layers()
 	if err != nil {
 		return nil, err

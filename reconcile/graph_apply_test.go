@@ -298,7 +298,7 @@ func TestGraphDeleteLayers(t *testing.T) {
 		return []string{exists("config"), exists("app"), exists("service")}
 	}
 	for i := range 2 {
-		done, err := graphOf("config", "app:config", "service:app").Delete(t.Context(), NewApplier(c, nil), app)
+		done, err := deleted(graphOf("config", "app:config", "service:app").Delete(t.Context(), NewApplier(c, nil), app))
 		if err != nil || done {
 			t.Fatalf("delete %d: done=%v err=%v; want not done", i, done, err)
 		}
@@ -315,7 +315,7 @@ func TestGraphDeleteLayers(t *testing.T) {
 	}
 	var got [][]string
 	for range 5 {
-		done, err := g.Delete(t.Context(), a, app)
+		done, err := deleted(g.Delete(t.Context(), a, app))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,11 +375,11 @@ func TestPruneAndDeleteOwned(t *testing.T) {
 		t.Errorf("left after prune (-want +got):\n%s", diff)
 	}
 
-	done, err := a.DeleteOwned(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{})
+	done, err := deleted(a.DeleteOwned(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{}))
 	if err != nil || done {
 		t.Fatalf("DeleteOwned = %v, %v; want not done on the first call", done, err)
 	}
-	done, err = a.DeleteOwned(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{})
+	done, err = deleted(a.DeleteOwned(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{}))
 	if err != nil || !done {
 		t.Fatalf("DeleteOwned = %v, %v; want done", done, err)
 	}
@@ -408,10 +408,10 @@ func summarizeDelete(t *testing.T, res *DeleteResult) deleteSummary {
 	return s
 }
 
-// TestGraphDeleteChildrenReports: each pass reports the children whose deletion it issued (one layer
+// TestGraphDeleteReports: each pass reports the children whose deletion it issued (one layer
 // at a time, from the last) and those it waits for; a child already being deleted is not reported
-// again; Delete agrees with DeleteChildren.
-func TestGraphDeleteChildrenReports(t *testing.T) {
+// again.
+func TestGraphDeleteReports(t *testing.T) {
 	c := newFake(t, nil)
 	a := NewApplier(c, nil)
 	app := owner("app")
@@ -439,7 +439,7 @@ func TestGraphDeleteChildrenReports(t *testing.T) {
 	}
 	var got []deleteSummary
 	for i := range 6 {
-		res, err := g.DeleteChildren(t.Context(), a, app)
+		res, err := g.Delete(t.Context(), a, app)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -462,12 +462,12 @@ func TestGraphDeleteChildrenReports(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("deletion passes (-want +got):\n%s", diff)
 	}
-	if done, err := g.Delete(t.Context(), a, app); err != nil || !done {
+	if done, err := deleted(g.Delete(t.Context(), a, app)); err != nil || !done {
 		t.Errorf("Delete after everything is gone = %v, %v; want done", done, err)
 	}
 }
 
-func TestDeleteOwnedChildrenReports(t *testing.T) {
+func TestDeleteOwnedReports(t *testing.T) {
 	c := newFake(t, nil)
 	a := NewApplier(c, nil)
 	app, other := owner("app"), owner("other")
@@ -479,7 +479,7 @@ func TestDeleteOwnedChildrenReports(t *testing.T) {
 	}
 	var got []deleteSummary
 	for range 2 {
-		res, err := a.DeleteOwnedChildren(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{})
+		res, err := a.DeleteOwned(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -491,9 +491,12 @@ func TestDeleteOwnedChildrenReports(t *testing.T) {
 		{Done: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("DeleteOwnedChildren calls (-want +got):\n%s", diff)
+		t.Errorf("DeleteOwned calls (-want +got):\n%s", diff)
 	}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "others"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("another owner's child was deleted: %v", err)
 	}
 }
+
+// deleted reports whether a deletion pass is done.
+func deleted(res *DeleteResult, err error) (bool, error) { return err == nil && res != nil && res.Done, err }

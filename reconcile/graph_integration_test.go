@@ -188,11 +188,11 @@ func TestIntegrationGraphDelete(t *testing.T) {
 
 	deleteOnce := func(mgr manager.Manager) bool {
 		t.Helper()
-		done, err := build().Delete(t.Context(), reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme()), f.owner)
+		res, err := build().Delete(t.Context(), reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme()), f.owner)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return done
+		return res.Done
 	}
 
 	// Phase 1: the Service is terminating, held by its finalizer; nothing else is touched.
@@ -281,7 +281,7 @@ func TestIntegrationPrune(t *testing.T) {
 	if _, err := full.Apply(t.Context(), a, f.owner); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Apply(t.Context(), other, service("other-svc")); err != nil {
+	if _, _, err := a.Apply(t.Context(), other, service("other-svc")); err != nil {
 		t.Fatal(err)
 	}
 	unlabelled := service("unlabelled")
@@ -344,7 +344,7 @@ func TestIntegrationPrune(t *testing.T) {
 func TestIntegrationTrackedChildMapsToOwner(t *testing.T) {
 	f := newFixture(t)
 	roleName := f.ns + "-tracked"
-	live, op, err := f.applier().ApplyAndGet(t.Context(), f.owner, clusterRole(roleName))
+	live, op, err := f.applier().Apply(t.Context(), f.owner, clusterRole(roleName))
 	if err != nil || op != reconcile.OperationCreated {
 		t.Fatalf("apply ClusterRole: %s, %v", op, err)
 	}
@@ -389,7 +389,7 @@ func TestIntegrationTrackedChildMapsToOwner(t *testing.T) {
 	// A change of the child maps to the owner again.
 	changed := clusterRole(roleName)
 	changed.Rules[0].Verbs = []string{"get", "list"}
-	if op, err := f.applier().Apply(t.Context(), f.owner, changed); err != nil || op != reconcile.OperationUpdated {
+	if _, op, err := f.applier().Apply(t.Context(), f.owner, changed); err != nil || op != reconcile.OperationUpdated {
 		t.Fatalf("update ClusterRole: %s, %v", op, err)
 	}
 	waitFor("update")

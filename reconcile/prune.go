@@ -69,24 +69,18 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 	return deleted, nil
 }
 
-// DeleteOwned deletes every child of owner of the given types (found by owner's tracking label)
-// and reports whether none is left. Use it during deletion when the graph cannot be built (e.g.
-// the owner's spec became invalid); Graph.Delete is preferable since it respects the order.
+// DeleteOwned deletes every child of owner of the given types (found by owner's tracking label) and
+// reports which children this call deleted (Name empty, Object the live child), which still exist
+// (Waiting, "Kind ns/name", in the order of types and then of the list) and whether none is left
+// (Done). Use it during deletion when the graph cannot be built (e.g. the owner's spec became
+// invalid); Graph.Delete is preferable since it respects the order.
 //
-// DeleteOwned is DeleteOwnedChildren reporting only whether it is done.
-func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ...client.Object) (done bool, err error) {
-	res, err := a.DeleteOwnedChildren(ctx, owner, types...)
-	return res != nil && res.Done, err
-}
-
-// DeleteOwnedChildren is DeleteOwned reporting also which children this call deleted (Name empty,
-// Object the live child) and which still exist (Waiting, "Kind ns/name"), in the order of types and
-// then of the list. Children are found by their tracking label in the cache, and, since the cache may
-// not show a child written moments ago, among the children of these types the Applier wrote or deleted
-// and the cache has not confirmed: those are read from the API server. A child counts as gone only
-// when the API server said so or the cache saw the UID we deleted go; each DELETE is sent once. On
-// error the result holds what was done before it.
-func (a *Applier) DeleteOwnedChildren(ctx context.Context, owner client.Object, types ...client.Object) (*DeleteResult, error) {
+// Children are found by their tracking label in the cache, and, since the cache may not show a child
+// written moments ago, among the children of these types the Applier wrote or deleted and the cache has
+// not confirmed: those are read from the API server. A child counts as gone only when the API server
+// said so or the cache saw the UID we deleted go; each DELETE is sent once. On error the result holds
+// what was done before it.
+func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ...client.Object) (*DeleteResult, error) {
 	res := &DeleteResult{}
 	listed := map[objectID]bool{}
 	kinds := map[schema.GroupKind]bool{}

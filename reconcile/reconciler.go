@@ -99,7 +99,7 @@ func Invalid(format string, args ...any) error {
 	return &InvalidSpecError{Err: fmt.Errorf(format, args...)}
 }
 
-// ReconcilerOption configures NewReconciler. (The package's Option type configures the Applier;
+// ReconcilerOption configures NewReconciler. (The package's ApplierOption type configures the Applier;
 // pass those through WithApplierOptions.)
 type ReconcilerOption func(*reconcilerConfig)
 
@@ -107,7 +107,7 @@ type reconcilerConfig struct {
 	name          string
 	finalizer     string
 	owns          []client.Object
-	applierOpts   []Option
+	applierOpts   []ApplierOption
 	maxConcurrent int
 	// defaultMaxConcurrent applies when neither maxConcurrent nor the manager's options set a number.
 	defaultMaxConcurrent int
@@ -158,7 +158,7 @@ func WithOwns(objs ...client.Object) ReconcilerOption {
 // WithApplierOptions passes options to the Reconciler's Applier (WithAdoptOrphans,
 // WithRecreateOnImmutable, WithFieldManager, WithAPIReader; the field manager defaults to the
 // controller name, the API reader to the manager's).
-func WithApplierOptions(opts ...Option) ReconcilerOption {
+func WithApplierOptions(opts ...ApplierOption) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.applierOpts = append(c.applierOpts, opts...) }
 }
 
@@ -336,10 +336,10 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	writer := client.WithFieldOwner(mgr.GetClient(), r.name)
 	r.client = writer
 	r.applier = NewApplier(mgr.GetClient(), r.scheme,
-		append([]Option{WithFieldManager(r.name), WithAPIReader(mgr.GetAPIReader())}, cfg.applierOpts...)...)
+		append([]ApplierOption{WithFieldManager(r.name), WithAPIReader(mgr.GetAPIReader())}, cfg.applierOpts...)...)
 	r.known = r.applier.known
 	r.apiReader = mgr.GetAPIReader()
-	r.patcher = status.NewPatcher(writer, status.WithReader(r.apiReader))
+	r.patcher = status.NewPatcher(writer, status.WithAPIReader(r.apiReader))
 	r.recorder = cfg.recorder
 	r.changeEvents = cfg.changeEvents
 	if r.recorder == nil {
@@ -450,7 +450,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	r.forgetDeletion(req.NamespacedName)
 	rv := obj.GetResourceVersion()
-	if _, err := finalizer.Ensure(ctx, r.client, obj, r.finalizer, finalizer.WithReader(r.apiReader)); err != nil {
+	if _, err := finalizer.Ensure(ctx, r.client, obj, r.finalizer, finalizer.WithAPIReader(r.apiReader)); err != nil {
 		r.metrics.result(resultError)
 		return ctrl.Result{}, err
 	}
@@ -669,7 +669,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 		cleanup = func(ctx context.Context) (bool, error) { return r.cleanup(ctx, obj) }
 	}
 	rv := obj.GetResourceVersion()
-	done, err := finalizer.Finalize(ctx, r.client, obj, r.finalizer, cleanup, finalizer.WithReader(r.apiReader))
+	done, err := finalizer.Finalize(ctx, r.client, obj, r.finalizer, cleanup, finalizer.WithAPIReader(r.apiReader))
 	if done {
 		// A reconcile that still reads the version from before the removal works on its answer
 		// (no finalizer: nothing to do) instead of sending the removal again.
@@ -718,7 +718,7 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 	case g.Validate() != nil:
 		log.Info("invalid children graph; deleting owned children without order", "error", g.Validate().Error())
 	default:
-		res, err := g.DeleteChildren(ctx, r.applier, obj)
+		res, err := g.Delete(ctx, r.applier, obj)
 		if res == nil {
 			res = &DeleteResult{}
 		}
@@ -726,11 +726,11 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 			return res, err
 		}
 		typesToDelete = r.mergeTypes(typesToDelete, g.Types())
-		rest, err := r.applier.DeleteOwnedChildren(ctx, obj, typesToDelete...)
+		rest, err := r.applier.DeleteOwned(ctx, obj, typesToDelete...)
 		rest.Deleted = append(res.Deleted, rest.Deleted...)
 		return rest, err
 	}
-	return r.applier.DeleteOwnedChildren(ctx, obj, typesToDelete...)
+	return r.applier.DeleteOwned(ctx, obj, typesToDelete...)
 }
 
 // watchTypes starts watching child types a graph declares that are not watched yet (only once the

@@ -44,10 +44,10 @@ type config struct {
 	fieldManager string
 }
 
-// WithReader sets the reader used to re-read the object after a conflict. Default: the Patcher's client.
+// WithAPIReader sets the reader used to re-read the object after a conflict. Default: the Patcher's client.
 // Pass an uncached reader (such as manager.GetAPIReader()) so that a retry starts from the latest state
 // rather than from a cache that may lag behind the write that caused the conflict.
-func WithReader(r client.Reader) Option { return func(c *config) { c.reader = r } }
+func WithAPIReader(r client.Reader) Option { return func(c *config) { c.reader = r } }
 
 // WithMaxRetries sets how many times a conflicting patch is retried on a fresh copy. Default 5.
 func WithMaxRetries(n int) Option { return func(c *config) { c.maxRetries = max(n, 0) } }

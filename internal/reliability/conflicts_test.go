@@ -109,7 +109,7 @@ func TestStatusConflictAfterLostResponse(t *testing.T) {
 
 			cur := before.DeepCopyObject().(status.Object)
 			tc.mark(cur)
-			p := status.NewPatcher(env.Client, status.WithReader(env.Client))
+			p := status.NewPatcher(env.Client, status.WithAPIReader(env.Client))
 			if _, err := p.Patch(t.Context(), cur, before); err != nil {
 				t.Fatalf("patch: %v", err)
 			}

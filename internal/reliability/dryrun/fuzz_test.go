@@ -145,7 +145,7 @@ func fuzz(f *testing.F, tg target) {
 			t.Fatalf("seed %d: invalid graph: %v", seed, err)
 		}
 		for _, n := range graph.Nodes() {
-			if _, err := applier.Apply(t.Context(), obj, n.Object()); err != nil {
+			if _, _, err := applier.Apply(t.Context(), obj, n.Object()); err != nil {
 				t.Errorf("seed %d: the API server refuses child %q: %v\nspec:\n%s", seed, n.Name(), err, harness.ObjectYAML(obj))
 				continue
 			}
