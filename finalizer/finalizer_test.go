@@ -281,7 +281,7 @@ func TestRetryRereadsThroughWithAPIReader(t *testing.T) {
 		wantStale   int // re-reads answered by the stale cache
 		wantPatches int
 	}{
-		"default: re-read through the cached client": {withReader: false, wantErr: true, wantStale: maxAttempts - 1, wantPatches: maxAttempts},
+		"default: re-read through the cached client":    {withReader: false, wantErr: true, wantStale: maxAttempts - 1, wantPatches: maxAttempts},
 		"WithAPIReader: re-read through the API reader": {withReader: true, wantErr: false, wantStale: 0, wantPatches: 2},
 	}
 	for name, tc := range cases {

@@ -499,4 +499,6 @@ func TestDeleteOwnedReports(t *testing.T) {
 }
 
 // deleted reports whether a deletion pass is done.
-func deleted(res *DeleteResult, err error) (bool, error) { return err == nil && res != nil && res.Done, err }
+func deleted(res *DeleteResult, err error) (bool, error) {
+	return err == nil && res != nil && res.Done, err
+}
