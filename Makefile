@@ -85,7 +85,7 @@ demo: assets ## Start a local cluster, run both example operators and show them 
 	$(GO) run ./examples/demo $(ARGS)
 
 .PHONY: bench
-bench: assets ## Benchmarks: Convergo operators against the tutorial way, then the micro-benchmarks (never part of make test).
+bench: assets ## Benchmarks: Convergo's Welcome against an expert's and the tutorial way, then the micro-benchmarks (never part of make test).
 	$(GO) run ./internal/bench/cmd/bench $(ARGS)
 	$(MAKE) --no-print-directory bench-micro
 

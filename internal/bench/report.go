@@ -130,9 +130,47 @@ type Row struct {
 	Unit string `json:"unit"`
 	// Values maps an implementation to its figure.
 	Values map[string]float64 `json:"values"`
-	// Ratio is the first implementation's value divided by the second's; nil when there are not
-	// exactly two implementations or the second value is zero.
+	// Ratio is the ratio of the first ratio column (see Ratios): with the expert measured, the first
+	// other implementation's value divided by the expert's; without it and with exactly two
+	// implementations, the first one's value divided by the second's. It is nil when there is no
+	// ratio column or the divisor is zero.
 	Ratio *float64 `json:"ratio"`
+	// Ratios maps each ratio column ("convergo/expert", see Report.RatioColumns) to the compared
+	// implementation's value divided by the reference's; a column is missing where the reference's
+	// value is zero.
+	Ratios map[string]float64 `json:"ratios,omitempty"`
+}
+
+// ReferenceImplementation is the implementation the others are measured against when it is among the
+// results: the Welcome operator an expert writes by hand (package expert).
+const ReferenceImplementation = "expert"
+
+// RatioColumn is one ratio column of the comparison: Compared's value divided by Reference's.
+type RatioColumn struct {
+	Compared, Reference string
+}
+
+// Label names the column, "convergo/expert".
+func (c RatioColumn) Label() string { return c.Compared + "/" + c.Reference }
+
+// RatioColumns returns the ratio columns of the comparison. With ReferenceImplementation among the
+// results, every other implementation is divided by it, in run order; otherwise, with exactly two
+// implementations, the first is divided by the second; otherwise there is none.
+func (r *Report) RatioColumns() []RatioColumn {
+	names := r.implementations()
+	if slices.Contains(names, ReferenceImplementation) {
+		var cols []RatioColumn
+		for _, name := range names {
+			if name != ReferenceImplementation {
+				cols = append(cols, RatioColumn{Compared: name, Reference: ReferenceImplementation})
+			}
+		}
+		return cols
+	}
+	if len(names) == 2 {
+		return []RatioColumn{{Compared: names[0], Reference: names[1]}}
+	}
+	return nil
 }
 
 // Ratio returns a/b, and false when b is zero (no meaningful ratio).
@@ -148,17 +186,27 @@ var verbOrder = []string{"get", "list", "watch", "create", "update", "patch", "d
 
 // Rows returns the comparison rows: for each phase its time, requests per CR in total and per verb
 // (verbs no implementation used are left out) and writes per CR; for convergence also the writes per
-// verb and resource; then the memory per CR.
+// verb and resource; then the memory per CR. Each row holds every implementation's value and the
+// ratios of RatioColumns.
 func (r *Report) Rows() []Row {
 	var rows []Row
 	n := float64(max(r.N, 1))
+	cols := r.RatioColumns()
 	add := func(metric, unit string, value func(Result) float64) {
 		row := Row{Metric: metric, Unit: unit, Values: map[string]float64{}}
 		for _, res := range r.Results {
 			row.Values[res.Implementation] = value(res)
 		}
-		if len(r.Results) == 2 {
-			if q, ok := Ratio(value(r.Results[0]), value(r.Results[1])); ok {
+		for i, col := range cols {
+			q, ok := Ratio(row.Values[col.Compared], row.Values[col.Reference])
+			if !ok {
+				continue
+			}
+			if row.Ratios == nil {
+				row.Ratios = map[string]float64{}
+			}
+			row.Ratios[col.Label()] = q
+			if i == 0 {
 				row.Ratio = &q
 			}
 		}
@@ -269,13 +317,20 @@ func (r *Report) implementations() []string {
 type reportJSON struct {
 	*Report
 	Implementations []string `json:"implementations"`
-	Rows            []Row    `json:"rows"`
+	// RatioColumns are the labels of the rows' ratios, "convergo/expert".
+	RatioColumns []string `json:"ratioColumns,omitempty"`
+	Rows         []Row    `json:"rows"`
 }
 
 // JSON returns the report as indented JSON: the run's parameters, every implementation's raw
-// figures (results) and the comparison rows of the markdown table (rows).
+// figures (results), the labels of the ratio columns (ratioColumns) and the comparison rows of the
+// markdown table (rows).
 func (r *Report) JSON() ([]byte, error) {
-	out, err := json.MarshalIndent(reportJSON{Report: r, Implementations: r.implementations(), Rows: r.Rows()}, "", "  ")
+	var labels []string
+	for _, col := range r.RatioColumns() {
+		labels = append(labels, col.Label())
+	}
+	out, err := json.MarshalIndent(reportJSON{Report: r, Implementations: r.implementations(), RatioColumns: labels, Rows: r.Rows()}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
@@ -283,8 +338,9 @@ func (r *Report) JSON() ([]byte, error) {
 }
 
 // Markdown renders the report: a heading with the run's parameters, the comparison table (one column
-// per implementation and, with two implementations, their ratio), and the targets of the bench with
-// the achieved figures when "convergo" and "baseline" both ran.
+// per implementation, then one per ratio column: every other implementation against the expert when
+// it ran, else, with exactly two implementations, the first against the second), and the targets of
+// the bench with the achieved figures when "convergo" and "baseline" both ran.
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	names := r.implementations()
@@ -308,9 +364,10 @@ func (r *Report) Markdown() string {
 		b.WriteString("\n")
 	}
 
+	cols := r.RatioColumns()
 	header := append([]string{"metric"}, names...)
-	if len(names) == 2 {
-		header = append(header, names[0]+"/"+names[1])
+	for _, col := range cols {
+		header = append(header, col.Label())
 	}
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n")
 	b.WriteString("|" + strings.Repeat(" --- |", 1) + strings.Repeat(" ---: |", len(header)-1) + "\n")
@@ -319,8 +376,12 @@ func (r *Report) Markdown() string {
 		for _, name := range names {
 			cells = append(cells, formatValue(row.Values[name]))
 		}
-		if len(names) == 2 {
-			cells = append(cells, formatRatio(row.Ratio))
+		for _, col := range cols {
+			var q *float64
+			if v, ok := row.Ratios[col.Label()]; ok {
+				q = &v
+			}
+			cells = append(cells, formatRatio(q))
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}

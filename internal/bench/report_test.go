@@ -323,3 +323,233 @@ func TestMinimalVerdict(t *testing.T) {
 		})
 	}
 }
+
+// expertResult is the expert's measurement over the 10 Welcomes of sampleReport.
+func expertResult() Result {
+	return Result{
+		Implementation: "expert",
+		Description:    "hand-written",
+		Converge: Phase{Seconds: 2.5, Requests: 40, ByVerb: map[string]int{"create": 30, "patch": 10},
+			Writes: map[string]int{"create configmaps": 10, "create deployments": 10, "create services": 10, "patch welcomes/status": 10}, Reconciles: 30, ReconcileSeconds: 0.4},
+		Restart: Phase{Seconds: 0.5, Requests: 4, ByVerb: map[string]int{"watch": 4}, Writes: map[string]int{}, Reconciles: 10},
+		Update:  Phase{Seconds: 1, Requests: 20, ByVerb: map[string]int{"patch": 20}, Writes: map[string]int{"patch deployments": 10, "patch welcomes/status": 10}, Reconciles: 20},
+		Delete:  Phase{Seconds: 3, Requests: 0, ByVerb: map[string]int{}, Writes: map[string]int{}, Reconciles: 40},
+		Memory:  Memory{HeapInuseBytes: 10 * 16 * 1024, HeapAllocBytes: 10 * 8 * 1024},
+	}
+}
+
+// reportOf returns sampleReport with the results of the named implementations, in that order
+// ("convergo", "baseline", "expert", or any other name for a copy of the baseline under that name).
+func reportOf(names ...string) *Report {
+	r := sampleReport()
+	byName := map[string]Result{"convergo": r.Results[0], "baseline": r.Results[1], "expert": expertResult()}
+	r.Results = nil
+	for _, name := range names {
+		res, ok := byName[name]
+		if !ok {
+			res = byName["baseline"]
+			res.Implementation = name
+		}
+		r.Results = append(r.Results, res)
+	}
+	return r
+}
+
+func TestRatioColumns(t *testing.T) {
+	cases := map[string]struct {
+		impls []string
+		want  []string
+	}{
+		"expert in the middle":     {impls: []string{"convergo", "expert", "baseline"}, want: []string{"convergo/expert", "baseline/expert"}},
+		"expert first":             {impls: []string{"expert", "convergo", "baseline"}, want: []string{"convergo/expert", "baseline/expert"}},
+		"expert last of four":      {impls: []string{"convergo", "baseline", "baseline-4", "expert"}, want: []string{"convergo/expert", "baseline/expert", "baseline-4/expert"}},
+		"expert first of two":      {impls: []string{"expert", "baseline"}, want: []string{"baseline/expert"}},
+		"expert alone":             {impls: []string{"expert"}, want: nil},
+		"two without the expert":   {impls: []string{"convergo", "baseline"}, want: []string{"convergo/baseline"}},
+		"three without the expert": {impls: []string{"convergo", "baseline", "baseline-4"}, want: nil},
+		"one without the expert":   {impls: []string{"baseline"}, want: nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, col := range reportOf(tc.impls...).RatioColumns() {
+				got = append(got, col.Label())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("RatioColumns of %v (-want +got):\n%s", tc.impls, diff)
+			}
+		})
+	}
+}
+
+// TestRowsAgainstTheExpert checks the rows' ratios with the expert measured: every other
+// implementation against it, none where the expert's figure is zero; Ratio is the first column's.
+func TestRowsAgainstTheExpert(t *testing.T) {
+	// ratios are a row's ratios; the zero value is that of a row where the reference's figure is zero.
+	type ratios struct {
+		Ratios map[string]float64
+		Ratio  *float64
+	}
+	cases := map[string]struct {
+		impls []string
+		want  map[string]ratios // by metric
+	}{
+		"convergo, expert, baseline": {
+			impls: []string{"convergo", "expert", "baseline"},
+			want: map[string]ratios{
+				"converge: requests":   {Ratios: map[string]float64{"convergo/expert": 1.25, "baseline/expert": 2.5}, Ratio: floatPtr(1.25)},
+				"converge: patch":      {Ratios: map[string]float64{"convergo/expert": 2, "baseline/expert": 0}, Ratio: floatPtr(2)},
+				"converge: update":     {},
+				"delete: requests":     {},
+				"restart: writes":      {},
+				"memory: heap in use":  {Ratios: map[string]float64{"convergo/expert": 1.25, "baseline/expert": 2.5}, Ratio: floatPtr(1.25)},
+				"update: writes":       {Ratios: map[string]float64{"convergo/expert": 1, "baseline/expert": 4.5}, Ratio: floatPtr(1)},
+				"converge: reconciles": {Ratios: map[string]float64{"convergo/expert": 1, "baseline/expert": 1}, Ratio: floatPtr(1)},
+				"delete: reconciles":   {Ratios: map[string]float64{"convergo/expert": 1, "baseline/expert": 1}, Ratio: floatPtr(1)},
+			},
+		},
+		"baseline, expert": {
+			impls: []string{"baseline", "expert"},
+			want: map[string]ratios{
+				"converge: requests": {Ratios: map[string]float64{"baseline/expert": 2.5}, Ratio: floatPtr(2.5)},
+				"delete: requests":   {},
+			},
+		},
+		"convergo, baseline (no expert: the first against the second)": {
+			impls: []string{"convergo", "baseline"},
+			want: map[string]ratios{
+				"converge: requests": {Ratios: map[string]float64{"convergo/baseline": 0.5}, Ratio: floatPtr(0.5)},
+				"delete: requests":   {},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rows := map[string]ratios{}
+			for _, row := range reportOf(tc.impls...).Rows() {
+				rows[row.Metric] = ratios{Ratios: row.Ratios, Ratio: row.Ratio}
+			}
+			got := map[string]ratios{}
+			for metric := range tc.want {
+				row, ok := rows[metric]
+				if !ok {
+					t.Errorf("no row %q", metric)
+				}
+				got[metric] = row
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ratios (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMarkdownAgainstTheExpert checks the table's header and rows with the expert measured.
+func TestMarkdownAgainstTheExpert(t *testing.T) {
+	cases := map[string]struct {
+		impls []string
+		want  []string // lines the markdown must hold
+	}{
+		"default order": {
+			impls: []string{"convergo", "expert", "baseline"},
+			want: []string{
+				"- expert: hand-written",
+				"| metric | convergo | expert | baseline | convergo/expert | baseline/expert |",
+				"| --- | ---: | ---: | ---: | ---: | ---: |",
+				"| converge: time until all Ready (s) | 2 | 2.50 | 4 | 0.80 | 1.60 |",
+				"| converge: requests (per CR) | 5 | 4 | 10 | 1.25 | 2.50 |",
+				"| converge: update (per CR) | 0 | 0 | 7 | n/a | n/a |",
+				"| delete: requests (per CR) | 4 | 0 | 0 | n/a | n/a |",
+				"| memory: heap in use (KiB per CR) | 20 | 16 | 40 | 1.25 | 2.50 |",
+				"## Targets",
+			},
+		},
+		"expert first, then the baseline": {
+			impls: []string{"expert", "baseline"},
+			want: []string{
+				"| metric | expert | baseline | baseline/expert |",
+				"| --- | ---: | ---: | ---: |",
+				"| converge: requests (per CR) | 4 | 10 | 2.50 |",
+			},
+		},
+		"no expert": {
+			impls: []string{"convergo", "baseline"},
+			want: []string{
+				"| metric | convergo | baseline | convergo/baseline |",
+				"| converge: requests (per CR) | 5 | 10 | 0.50 |",
+			},
+		},
+		"three without the expert: no ratio": {
+			impls: []string{"convergo", "baseline", "baseline-4"},
+			want: []string{
+				"| metric | convergo | baseline | baseline-4 |",
+				"| converge: requests (per CR) | 5 | 10 | 10 |",
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			md := reportOf(tc.impls...).Markdown()
+			lines := strings.Split(md, "\n")
+			var missing []string
+			for _, want := range tc.want {
+				if !contains(lines, want) {
+					missing = append(missing, want)
+				}
+			}
+			if diff := cmp.Diff([]string(nil), missing); diff != "" {
+				t.Errorf("lines missing from the markdown (-want +got):\n%s\n%s", diff, md)
+			}
+		})
+	}
+}
+
+// TestJSONAgainstTheExpert checks that the JSON holds every implementation's raw figures, the ratio
+// columns and each row's ratios.
+func TestJSONAgainstTheExpert(t *testing.T) {
+	data, err := reportOf("convergo", "expert", "baseline").JSON()
+	if err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	var got struct {
+		Implementations []string `json:"implementations"`
+		RatioColumns    []string `json:"ratioColumns"`
+		Results         []struct {
+			Implementation string `json:"implementation"`
+			Converge       struct {
+				Requests int            `json:"requests"`
+				Writes   map[string]int `json:"writes"`
+			} `json:"converge"`
+		} `json:"results"`
+		Rows []struct {
+			Metric string             `json:"metric"`
+			Ratio  *float64           `json:"ratio"`
+			Ratios map[string]float64 `json:"ratios"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("decode %s: %v", data, err)
+	}
+	results := map[string]int{}
+	for _, res := range got.Results {
+		results[res.Implementation] = res.Converge.Requests
+	}
+	rows := map[string]any{}
+	for _, row := range got.Rows {
+		if row.Metric == "converge: requests" || row.Metric == "delete: requests" {
+			rows[row.Metric] = []any{row.Ratio, row.Ratios}
+		}
+	}
+	want := []any{
+		[]string{"convergo", "expert", "baseline"},
+		[]string{"convergo/expert", "baseline/expert"},
+		map[string]int{"convergo": 50, "expert": 40, "baseline": 100},
+		map[string]any{
+			"converge: requests": []any{floatPtr(1.25), map[string]float64{"convergo/expert": 1.25, "baseline/expert": 2.5}},
+			"delete: requests":   []any{(*float64)(nil), map[string]float64(nil)},
+		},
+	}
+	if diff := cmp.Diff(want, []any{got.Implementations, got.RatioColumns, results, rows}); diff != "" {
+		t.Errorf("JSON (-want +got):\n%s", diff)
+	}
+}

@@ -1,17 +1,22 @@
-// Command bench measures Convergo's Welcome operator against a baseline written the way tutorials
-// write operators, on one full local cluster (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler and kwok nodes, built from the Go module proxy by testing/assets).
+// Command bench measures Convergo's Welcome operator against two peers on one full local cluster
+// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes, built from the Go
+// module proxy by testing/assets): the Welcome operator an expert writes by hand with
+// controller-runtime (internal/bench/expert), the yardstick, and one written the way tutorials write
+// operators (internal/bench/baseline). By default it measures convergo, expert and baseline, in that
+// order, and the report divides every other implementation's figures by the expert's.
 //
 //	go run ./internal/bench/cmd/bench                        # N=50, prints a markdown table
 //	go run ./internal/bench/cmd/bench -n 2000 -out bench/results
-//	go run ./internal/bench/cmd/bench -impl baseline -json
+//	go run ./internal/bench/cmd/bench -impl convergo,baseline # convergo/baseline ratios, as before the expert
+//	go run ./internal/bench/cmd/bench -impl expert -json
 //
 // For each implementation in turn it measures converge (N Welcomes created at once until all
 // Ready), memory, restart (a fresh manager until every Welcome was reconciled), update
 // (spec.replicas on all N until Ready) and delete (until no Welcome and no child is left), counting
-// the manager's API requests per verb client side; it does so -rounds times (default 3, the order
-// alternating) and reports the medians. The table goes to stdout (the JSON with -json); with -out
-// both are also written to <dir>/<date>-n<N>.md and .json. Progress goes to stderr.
+// the manager's API requests per verb client side; it does so -rounds times (default
+// bench.DefaultRounds, 4; the order of the implementations reversed every other round) and reports
+// the medians. The table goes to stdout (the JSON with -json); with -out both are also written to
+// <dir>/<date>-n<N>.md and .json. Progress goes to stderr.
 //
 // Flags: -n, -rounds, -nodes, -impl, -json, -out, -timeout (per phase), -quiet, -workers, -crd, -v.
 package main
@@ -21,10 +26,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -37,7 +44,12 @@ import (
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
 	"github.com/convergo-dev/convergo/internal/bench"
 	"github.com/convergo-dev/convergo/internal/bench/baseline"
+	"github.com/convergo-dev/convergo/internal/bench/expert"
 )
+
+// defaultImplementations is the default of -impl: Convergo first, the expert (the reference of the
+// ratios) in the middle, so that reversing the order every other round keeps it there.
+const defaultImplementations = "convergo,expert,baseline"
 
 // implementations are the operators the bench knows, by name.
 var implementations = map[string]bench.Implementation{
@@ -46,6 +58,20 @@ var implementations = map[string]bench.Implementation{
 		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles), "+
 			"its main's cache options (no managedFields; of the child kinds only Convergo children)",
 			controller.DefaultMaxConcurrentReconciles),
+	},
+	"expert": {
+		Name: "expert",
+		Setup: func(mgr manager.Manager) error {
+			r := &expert.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+			return r.SetupWithManager(mgr)
+		},
+		Cache: expert.CacheOptions,
+		Description: fmt.Sprintf("internal/bench/expert, written by hand the way experts write controller-runtime code: "+
+			"%d workers (expert.DefaultMaxConcurrentReconciles); controllerutil.CreateOrPatch with mutate functions "+
+			"that set only its own fields in place (server defaults kept, no request for an unchanged child); "+
+			"status merge-patched only when it changed; Welcome updates filtered to generation changes; "+
+			"controller references, no finalizer, no events, no requeue; cache without managedFields",
+			expert.DefaultMaxConcurrentReconciles),
 	},
 	"baseline": {
 		Name: "baseline",
@@ -56,7 +82,7 @@ var implementations = map[string]bench.Implementation{
 		Description: "internal/bench/baseline, the tutorial way: 1 worker (controller-runtime's default, which tutorials keep)",
 	},
 	// Not measured by default: the baseline given as many workers as Convergo's operator, to show
-	// what the workers alone change (-impl convergo,baseline-4).
+	// what the workers alone change (-impl convergo,expert,baseline-4).
 	"baseline-4": {
 		Name: "baseline-4",
 		Setup: func(mgr manager.Manager) error {
@@ -93,7 +119,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.n, "n", bench.DefaultN, fmt.Sprintf("number of Welcome objects per implementation (1 to %d)", bench.MaxN))
 	fs.IntVar(&f.rounds, "rounds", bench.DefaultRounds, "how many times each implementation is measured; the report holds the medians")
 	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
-	fs.StringVar(&f.impls, "impl", "convergo,baseline", "comma-separated implementations to measure, in order: convergo, baseline, baseline-4 (the baseline with 4 workers)")
+	fs.StringVar(&f.impls, "impl", defaultImplementations, "comma-separated implementations to measure, in order: convergo, expert (hand-written by an expert; "+
+		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers)")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the markdown table")
 	fs.StringVar(&f.out, "out", "", "directory to write <date>-n<N>.md and <date>-n<N>.json to (e.g. bench/results); nothing is written without it")
 	fs.DurationVar(&f.timeout, "timeout", bench.DefaultPhaseTimeout, "how long each phase may take")
@@ -122,7 +149,7 @@ func selectImplementations(list string) ([]bench.Implementation, error) {
 		}
 		impl, ok := implementations[name]
 		if !ok {
-			return nil, fmt.Errorf("unknown implementation %q (known: convergo, baseline, baseline-4)", name)
+			return nil, fmt.Errorf("unknown implementation %q (known: %s)", name, strings.Join(slices.Sorted(maps.Keys(implementations)), ", "))
 		}
 		seen[name] = true
 		out = append(out, impl)

@@ -12,7 +12,7 @@ func TestSelectImplementations(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		"default":           {list: "convergo,baseline", want: []string{"convergo", "baseline"}},
+		"default":           {list: "convergo,expert,baseline", want: []string{"convergo", "expert", "baseline"}},
 		"reversed":          {list: "baseline,convergo", want: []string{"baseline", "convergo"}},
 		"spaces, duplicate": {list: " convergo , convergo,", want: []string{"convergo"}},
 		"unknown":           {list: "convergo,kopf", wantErr: true},
