@@ -29,6 +29,8 @@ func Median(rounds []Result) Result {
 		Memory: Memory{
 			HeapInuseBytes: int64(math.Round(medianOf(rounds, func(r Result) float64 { return float64(r.Memory.HeapInuseBytes) }))),
 			HeapAllocBytes: int64(math.Round(medianOf(rounds, func(r Result) float64 { return float64(r.Memory.HeapAllocBytes) }))),
+			ForeignBytes:   medianOf(rounds, func(r Result) float64 { return r.Memory.ForeignBytes }),
+			ForeignObjects: rounds[0].Memory.ForeignObjects,
 		},
 	}
 }

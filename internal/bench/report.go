@@ -78,6 +78,12 @@ type Memory struct {
 	// HeapAllocBytes is the growth of runtime.MemStats.HeapAlloc (live objects) after a garbage
 	// collection.
 	HeapAllocBytes int64 `json:"heapAllocBytes"`
+	// ForeignBytes is the growth of the live heap when ForeignObjects objects of the children's kinds
+	// that are not the implementation's (another field manager, no owner of its kind) are created in its
+	// namespace, divided by ForeignObjects: what an object someone else owns costs the operator.
+	ForeignBytes float64 `json:"foreignBytesPerObject"`
+	// ForeignObjects is how many such objects were created.
+	ForeignObjects int `json:"foreignObjects"`
 }
 
 // Result is the measurement of one implementation.
@@ -255,6 +261,7 @@ func (r *Report) Rows() []Row {
 	}
 	add("memory: heap in use", "KiB per CR", func(x Result) float64 { return float64(x.Memory.HeapInuseBytes) / 1024 / n })
 	add("memory: live heap", "KiB per CR", func(x Result) float64 { return float64(x.Memory.HeapAllocBytes) / 1024 / n })
+	add("memory: an object that is not ours", "bytes per object", func(x Result) float64 { return x.Memory.ForeignBytes })
 	return rows
 }
 

@@ -124,6 +124,7 @@ Run 2026-07-01T12:00:00Z with go1.26.0. Command: ` + "`go run ./internal/bench/c
 | delete: time in reconciles (ms per CR) | 0 | 0 | n/a |
 | memory: heap in use (KiB per CR) | 20 | 40 | 0.50 |
 | memory: live heap (KiB per CR) | 10 | 30 | 0.33 |
+| memory: an object that is not ours (bytes per object) | 0 | 0 | n/a |
 
 ## Targets
 
