@@ -84,13 +84,12 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 	res := &DeleteResult{}
 	listed := map[objectID]bool{}
 	kinds := map[schema.GroupKind]bool{}
-	record := func(live client.Object, issued bool, id objectID) {
-		if live == nil {
-			return
+	record := func(d childDeletion, id objectID) {
+		if d.issued {
+			res.Deleted = append(res.Deleted, ChildResult{Object: d.live, Operation: OperationDeleted})
 		}
-		res.Waiting = append(res.Waiting, kobj.DescribeKey(id.gk.Kind, id.key))
-		if issued {
-			res.Deleted = append(res.Deleted, ChildResult{Object: live, Operation: OperationDeleted})
+		if d.exists {
+			res.Waiting = append(res.Waiting, kobj.DescribeKey(id.gk.Kind, id.key))
 		}
 	}
 	for _, t := range types {
@@ -105,8 +104,8 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 			if !belongsTo(item, owner) || a.known.isGone(id, item.GetUID()) {
 				continue
 			}
-			live, issued, err := a.deleteLive(ctx, owner, id, a.proto(t), item, true)
-			record(live, issued, id)
+			d, err := a.deleteLive(ctx, owner, id, a.proto(t), item, true)
+			record(d, id)
 			if err != nil {
 				return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(gvk.Kind, id.key), err)
 			}
@@ -116,8 +115,8 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 		if listed[p.id] || !kinds[p.id.gk] || a.known.goneByCache(p.id) {
 			continue
 		}
-		live, issued, err := a.deleteRead(ctx, owner, p.id, p.proto)
-		record(live, issued, p.id)
+		d, err := a.deleteRead(ctx, owner, p.id, p.proto)
+		record(d, p.id)
 		if err != nil {
 			return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(p.id.gk.Kind, p.id.key), err)
 		}
