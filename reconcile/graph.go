@@ -464,20 +464,21 @@ func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (*D
 	res := &DeleteResult{}
 	for i := len(layers) - 1; i >= 0; i-- {
 		layer := layers[i]
-		dels := make([]childDeletion, len(layer))
+		lives := make([]client.Object, len(layer))
+		issued := make([]bool, len(layer))
 		errs := make([]error, len(layer))
 		inLayer(layer, func(j int, name string) {
-			dels[j], errs[j] = a.deleteIfOurs(ctx, owner, g.index[name].obj)
+			lives[j], issued[j], errs[j] = a.deleteIfOurs(ctx, owner, g.index[name].obj)
 			if errs[j] != nil {
 				errs[j] = fmt.Errorf("delete child %q: %w", name, errs[j])
 			}
 		})
 		for j, name := range layer {
-			if dels[j].issued {
-				res.Deleted = append(res.Deleted, ChildResult{Name: name, Object: dels[j].live, Operation: OperationDeleted})
+			if issued[j] {
+				res.Deleted = append(res.Deleted, ChildResult{Name: name, Object: lives[j], Operation: OperationDeleted})
 			}
-			if dels[j].exists && errs[j] == nil {
-				res.Waiting = append(res.Waiting, name+": "+a.describe(dels[j].live))
+			if lives[j] != nil && errs[j] == nil {
+				res.Waiting = append(res.Waiting, name+": "+a.describe(lives[j]))
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -492,97 +493,72 @@ func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (*D
 	return res, nil
 }
 
-// childDeletion is what one child's deletion step did.
-type childDeletion struct {
-	// live is the child as last seen (nil when it was not found).
-	live client.Object
-	// issued: this step's DELETE was accepted.
-	issued bool
-	// exists: the child still exists (being deleted); the next layer waits for it.
-	exists bool
-}
-
-// deleteIfOurs deletes desired's live object when it is owner's and not gone. Absence is never taken
-// from the cache alone: a cache miss counts as gone only when the API server said so before, or when
-// the cache showed the very UID whose deletion we sent (its informer has seen it go); otherwise the
-// child is read once from the API server. Each child's DELETE is sent once.
-func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object) (childDeletion, error) {
+// deleteIfOurs deletes desired's live object when it is owner's and not gone, and returns it while it
+// still exists (nil once it is gone); issued reports whether this call's DELETE was accepted. Absence
+// is never taken from the cache alone: a cache miss counts as gone only when the API server said so
+// before, or when the cache showed the very UID whose deletion we sent (its informer has seen it go);
+// otherwise the child is read once from the API server. Each child's DELETE is sent once.
+func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object) (live client.Object, issued bool, err error) {
 	gvk, err := apiutil.GVKForObject(desired, a.scheme)
 	if err != nil {
-		return childDeletion{}, err
+		return nil, false, err
 	}
 	cid, err := a.identityOf(desired, owner)
 	if err != nil {
-		return childDeletion{}, err
+		return nil, false, err
 	}
 	id := objectID{gk: gvk.GroupKind(), key: client.ObjectKey{Namespace: cid.namespace, Name: cid.name}}
 	cached := kobj.New(desired)
 	err = a.client.Get(ctx, id.key, cached)
 	switch {
 	case err == nil && a.known.isGone(id, cached.GetUID()):
-		return childDeletion{}, nil // the cache has not seen the deletion the API server confirmed
+		return nil, false, nil // the cache has not seen the deletion the API server confirmed
 	case err == nil && (belongsTo(cached, owner) || !a.known.unseenWrite(id)):
 		return a.deleteLive(ctx, owner, id, a.proto(desired), cached, true)
 	case err == nil, apierrors.IsNotFound(err) && !a.known.goneByCache(id):
 		return a.deleteRead(ctx, owner, id, a.proto(desired))
 	case apierrors.IsNotFound(err):
-		return childDeletion{}, nil
+		return nil, false, nil
 	}
-	return childDeletion{}, err
+	return nil, false, err
 }
 
 // deleteRead reads the child id from the API server and deletes it when it is owner's.
-func (a *Applier) deleteRead(ctx context.Context, owner client.Object, id objectID, proto client.Object) (childDeletion, error) {
+func (a *Applier) deleteRead(ctx context.Context, owner client.Object, id objectID, proto client.Object) (client.Object, bool, error) {
 	fresh := kobj.New(proto)
 	if err := a.reader.Get(ctx, id.key, fresh); err != nil {
 		if apierrors.IsNotFound(err) {
 			a.known.confirmGone(id, owner.GetUID(), "")
-			return childDeletion{}, nil
+			return nil, false, nil
 		}
-		return childDeletion{}, err
+		return nil, false, err
 	}
 	return a.deleteLive(ctx, owner, id, proto, fresh, false)
 }
 
 // deleteLive deletes live (UID precondition, background propagation) unless it is not owner's, is
-// already being deleted, or our DELETE of it was accepted before. seen says whether live came from the
-// cache: then, once the DELETE is accepted, the child is read once from the API server, and a child
-// without finalizers, which the API server removed at once, counts as gone in this very pass (the
-// next layer need not wait for a watch event and another reconcile). A child that was read from the API
-// server already waits for the next pass: at most one read per child.
-func (a *Applier) deleteLive(ctx context.Context, owner client.Object, id objectID, proto, live client.Object, seen bool) (childDeletion, error) {
+// already being deleted, or our DELETE of it was accepted before; it returns live while it exists.
+// seen says whether live came from the cache.
+func (a *Applier) deleteLive(ctx context.Context, owner client.Object, id objectID, proto, live client.Object, seen bool) (client.Object, bool, error) {
 	switch {
 	case !belongsTo(live, owner):
-		return childDeletion{}, nil // a foreign object, or a successor that is not ours: ours is gone
+		return nil, false, nil // a foreign object, or a successor that is not ours: ours is gone
 	case live.GetDeletionTimestamp() != nil, a.known.deleteSent(id, live.GetUID()):
-		return childDeletion{live: live, exists: true}, nil // being deleted: wait for it
+		return live, false, nil // being deleted: wait for it
 	}
 	answer, err := deleteExactly(ctx, a.client, live)
 	switch {
 	case err != nil:
-		return childDeletion{live: live, exists: true}, err
+		return live, false, err
 	case answer == deletionGone:
 		a.known.confirmGone(id, owner.GetUID(), live.GetUID()) // the API server answered 404, or another UID holds the name
-		return childDeletion{}, nil
+		return nil, false, nil
 	case answer == deletionRefused:
-		return childDeletion{live: live, exists: true}, nil // nothing happened: the next pass looks again
+		return live, false, nil // nothing happened: the next pass looks again
 	}
 	a.known.sentDelete(id, owner.GetUID(), proto, live.GetUID(), seen)
 	logf.FromContext(ctx).V(1).Info("deleted child", "object", kobj.DescribeKey(id.gk.Kind, id.key))
-	done := childDeletion{live: live, issued: true, exists: true}
-	if !seen {
-		return done, nil
-	}
-	after := kobj.New(proto)
-	err = a.reader.Get(ctx, id.key, after)
-	switch {
-	case apierrors.IsNotFound(err), err == nil && after.GetUID() != live.GetUID():
-		a.known.confirmGone(id, owner.GetUID(), live.GetUID())
-		done.exists = false
-	case err != nil:
-		logf.FromContext(ctx).V(1).Info("cannot read a child just deleted; looking again in the next pass", "object", kobj.DescribeKey(id.gk.Kind, id.key), "error", err.Error())
-	}
-	return done, nil
+	return live, true, nil
 }
 
 // describe names obj as "Kind ns/name" (its kind from the Applier's scheme).

@@ -324,9 +324,11 @@ func TestGraphDeleteLayers(t *testing.T) {
 			break
 		}
 	}
-	// Service released and gone: app deleted, and read once to confirm it went at once (no finalizer),
-	// so the same pass deletes config too and is done.
-	want := [][]string{{"gone", "gone", "gone"}}
+	want := [][]string{
+		{"present", "gone", "gone"}, // service gone: app deleted (the fake client has no finalizers left)
+		{"gone", "gone", "gone"},    // app gone: config deleted
+		{"gone", "gone", "gone"},    // done
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("deletion steps (-want +got):\n%s", diff)
 	}
@@ -373,14 +375,13 @@ func TestPruneAndDeleteOwned(t *testing.T) {
 		t.Errorf("left after prune (-want +got):\n%s", diff)
 	}
 
-	// "keep" has no finalizer: the API server (here the fake client) removes it at once, and the read
-	// that follows the DELETE says so: done in one call.
 	done, err := deleted(a.DeleteOwned(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{}))
+	if err != nil || done {
+		t.Fatalf("DeleteOwned = %v, %v; want not done on the first call", done, err)
+	}
+	done, err = deleted(a.DeleteOwned(t.Context(), app, &corev1.ConfigMap{}, &corev1.Secret{}))
 	if err != nil || !done {
 		t.Fatalf("DeleteOwned = %v, %v; want done", done, err)
-	}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "keep"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
-		t.Errorf("keep after DeleteOwned: %v, want not found", err)
 	}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "others"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("another owner's child was deleted: %v", err)
@@ -407,9 +408,9 @@ func summarizeDelete(t *testing.T, res *DeleteResult) deleteSummary {
 	return s
 }
 
-// TestGraphDeleteReports: each pass reports the children whose deletion it issued (from the last
-// layer; a layer whose children went at once lets the pass go on) and those it waits for; a child
-// already being deleted is not reported again.
+// TestGraphDeleteReports: each pass reports the children whose deletion it issued (one layer
+// at a time, from the last) and those it waits for; a child already being deleted is not reported
+// again.
 func TestGraphDeleteReports(t *testing.T) {
 	c := newFake(t, nil)
 	a := NewApplier(c, nil)
@@ -451,12 +452,12 @@ func TestGraphDeleteReports(t *testing.T) {
 		}
 	}
 	want := []deleteSummary{
-		// service has no finalizer: gone at once (one read says so), so the pass goes on to app, which
-		// its finalizer holds.
-		{Deleted: []string{"service ns/service", "app ns/app"}, Waiting: []string{"app: ConfigMap ns/app"}},
+		// A pass waits for what it found, even when it deleted it at once.
+		{Deleted: []string{"service ns/service"}, Waiting: []string{"service: ConfigMap ns/service"}},
+		{Deleted: []string{"app ns/app"}, Waiting: []string{"app: ConfigMap ns/app"}},
 		{Waiting: []string{"app: ConfigMap ns/app"}}, // terminating: not deleted again
-		{Waiting: []string{"app: ConfigMap ns/app"}}, // released after this pass
-		{Done: true, Deleted: []string{"config ns/config", "extra ns/extra"}},
+		{Deleted: []string{"config ns/config", "extra ns/extra"}, Waiting: []string{"config: ConfigMap ns/config", "extra: ConfigMap ns/extra"}},
+		{Done: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("deletion passes (-want +got):\n%s", diff)
@@ -485,8 +486,8 @@ func TestDeleteOwnedReports(t *testing.T) {
 		got = append(got, summarizeDelete(t, res))
 	}
 	want := []deleteSummary{
-		// Without finalizers they go at once, and the read after each DELETE says so.
-		{Done: true, Deleted: []string{"ns/a", "ns/b"}},
+		// Listed before the deletions: the first call still counts them as existing.
+		{Deleted: []string{"ns/a", "ns/b"}, Waiting: []string{"ConfigMap ns/a", "ConfigMap ns/b"}},
 		{Done: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

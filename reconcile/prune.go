@@ -84,12 +84,13 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 	res := &DeleteResult{}
 	listed := map[objectID]bool{}
 	kinds := map[schema.GroupKind]bool{}
-	record := func(d childDeletion, id objectID) {
-		if d.issued {
-			res.Deleted = append(res.Deleted, ChildResult{Object: d.live, Operation: OperationDeleted})
+	record := func(live client.Object, issued bool, id objectID) {
+		if live == nil {
+			return
 		}
-		if d.exists {
-			res.Waiting = append(res.Waiting, kobj.DescribeKey(id.gk.Kind, id.key))
+		res.Waiting = append(res.Waiting, kobj.DescribeKey(id.gk.Kind, id.key))
+		if issued {
+			res.Deleted = append(res.Deleted, ChildResult{Object: live, Operation: OperationDeleted})
 		}
 	}
 	for _, t := range types {
@@ -104,8 +105,8 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 			if !belongsTo(item, owner) || a.known.isGone(id, item.GetUID()) {
 				continue
 			}
-			d, err := a.deleteLive(ctx, owner, id, a.proto(t), item, true)
-			record(d, id)
+			live, issued, err := a.deleteLive(ctx, owner, id, a.proto(t), item, true)
+			record(live, issued, id)
 			if err != nil {
 				return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(gvk.Kind, id.key), err)
 			}
@@ -115,8 +116,8 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 		if listed[p.id] || !kinds[p.id.gk] || a.known.goneByCache(p.id) {
 			continue
 		}
-		d, err := a.deleteRead(ctx, owner, p.id, p.proto)
-		record(d, p.id)
+		live, issued, err := a.deleteRead(ctx, owner, p.id, p.proto)
+		record(live, issued, p.id)
 		if err != nil {
 			return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(p.id.gk.Kind, p.id.key), err)
 		}
