@@ -42,6 +42,18 @@ type cacheVariant struct {
 
 var cacheVariants = []cacheVariant{{name: "current"}, {name: "lagging", lag: true}, {name: "filtered", filter: true}}
 
+// startVariant gives the test a namespace and a manager with the variant's cache (lagging from now on
+// for the lagging variant), whose requests counter counts.
+func startVariant(t *testing.T, v cacheVariant) (*harness.Env, string, *harness.RequestCounter, manager.Manager) {
+	t.Helper()
+	env := harness.Default()
+	ns := env.Namespace(t)
+	counter := harness.NewRequestCounter()
+	mgr, gate := variantManager(t, env, v, counter)
+	primeCache(t, mgr, gate, v, ns)
+	return env, ns, counter, mgr
+}
+
 // variantManager starts a manager with the variant's cache, its requests counted; the returned gate is
 // paused for the lagging variant (after the caller's first cache reads, see primeCache).
 func variantManager(t *testing.T, env *harness.Env, v cacheVariant, counter *harness.RequestCounter) (manager.Manager, *watchGate) {
@@ -93,11 +105,7 @@ func webDeployment(name, image string) *appsv1.Deployment {
 func TestIntegrationNeverStealWhateverTheCache(t *testing.T) {
 	for _, v := range cacheVariants {
 		t.Run(v.name, func(t *testing.T) {
-			env := harness.Default()
-			ns := env.Namespace(t)
-			counter := harness.NewRequestCounter()
-			mgr, gate := variantManager(t, env, v, counter)
-			primeCache(t, mgr, gate, v, ns)
+			env, ns, _, mgr := startVariant(t, v)
 
 			owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
 			other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other-owner", Namespace: ns}}
@@ -169,11 +177,7 @@ func TestIntegrationGraphDeleteWhateverTheCache(t *testing.T) {
 	const rounds = 20
 	for _, v := range cacheVariants {
 		t.Run(v.name, func(t *testing.T) {
-			env := harness.Default()
-			ns := env.Namespace(t)
-			counter := harness.NewRequestCounter()
-			mgr, gate := variantManager(t, env, v, counter)
-			primeCache(t, mgr, gate, v, ns)
+			env, ns, counter, mgr := startVariant(t, v)
 			owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
 			if err := env.Client.Create(t.Context(), owner); err != nil {
 				t.Fatal(err)
