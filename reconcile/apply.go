@@ -275,23 +275,24 @@ func (a *Applier) current(ctx context.Context, c *applyCall) (client.Object, err
 	err := a.client.Get(ctx, c.id.key, live)
 	switch {
 	case err == nil && a.known.deleteSent(c.id, live.GetUID()):
-		return a.readLive(ctx, c)
+		return a.readLive(ctx, c.id.key, c.obj)
 	case err == nil:
 		a.known.observe(c.id, live) // the record of our last write goes once the cache shows it
 		return live, nil
 	case apierrors.IsNotFound(err) && a.known.unseenWrite(c.id):
 		logf.FromContext(ctx).V(1).Info("cache does not show a child we wrote; reading it from the API server", "object", c.what)
-		return a.readLive(ctx, c)
+		return a.readLive(ctx, c.id.key, c.obj)
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	}
 	return nil, err
 }
 
-// readLive reads the child from the API server (the Applier's reader); nil when it does not exist.
-func (a *Applier) readLive(ctx context.Context, c *applyCall) (client.Object, error) {
-	live := kobj.New(c.obj)
-	if err := a.reader.Get(ctx, c.id.key, live); err != nil {
+// readLive reads the object key, of proto's type, from the API server (the Applier's reader); nil when
+// it does not exist.
+func (a *Applier) readLive(ctx context.Context, key client.ObjectKey, proto client.Object) (client.Object, error) {
+	live := kobj.New(proto)
+	if err := a.reader.Get(ctx, key, live); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -314,7 +315,7 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 			return result, OperationCreated, nil
 		case apierrors.IsConflict(err) && retry:
 			logf.FromContext(ctx).V(1).Info("child exists although the cache does not show it; reading it from the API server", "object", c.what)
-			fresh, err := a.readLive(ctx, c)
+			fresh, err := a.readLive(ctx, c.id.key, c.obj)
 			switch {
 			case err != nil:
 				return nil, "", fmt.Errorf("apply %s: read live object: %w", c.what, err)
@@ -354,7 +355,7 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 		return nil, "", fmt.Errorf("apply %s: the child was deleted or replaced while it was applied: %w", c.what, err)
 	case identityChanged(err):
 		logf.FromContext(ctx).V(1).Info("child was deleted or replaced since it was read; reading it from the API server", "object", c.what)
-		fresh, err := a.readLive(ctx, c)
+		fresh, err := a.readLive(ctx, c.id.key, c.obj)
 		if err != nil {
 			return nil, "", fmt.Errorf("apply %s: read live object: %w", c.what, err)
 		}

@@ -499,15 +499,10 @@ func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (*D
 // before, or when the cache showed the very UID whose deletion we sent (its informer has seen it go);
 // otherwise the child is read once from the API server. Each child's DELETE is sent once.
 func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object) (live client.Object, issued bool, err error) {
-	gvk, err := apiutil.GVKForObject(desired, a.scheme)
+	id, err := a.identityOf(desired, owner)
 	if err != nil {
 		return nil, false, err
 	}
-	cid, err := a.identityOf(desired, owner)
-	if err != nil {
-		return nil, false, err
-	}
-	id := objectID{gk: gvk.GroupKind(), key: client.ObjectKey{Namespace: cid.namespace, Name: cid.name}}
 	cached := kobj.New(desired)
 	err = a.client.Get(ctx, id.key, cached)
 	switch {
@@ -525,13 +520,13 @@ func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object
 
 // deleteRead reads the child id from the API server and deletes it when it is owner's.
 func (a *Applier) deleteRead(ctx context.Context, owner client.Object, id objectID, proto client.Object) (client.Object, bool, error) {
-	fresh := kobj.New(proto)
-	if err := a.reader.Get(ctx, id.key, fresh); err != nil {
-		if apierrors.IsNotFound(err) {
-			a.known.confirmGone(id, owner.GetUID(), "")
-			return nil, false, nil
-		}
+	fresh, err := a.readLive(ctx, id.key, proto)
+	switch {
+	case err != nil:
 		return nil, false, err
+	case fresh == nil:
+		a.known.confirmGone(id, owner.GetUID(), "")
+		return nil, false, nil
 	}
 	return a.deleteLive(ctx, owner, id, proto, fresh, false)
 }

@@ -109,14 +109,25 @@ func (k *knowledge) shrink() {
 
 // wrote records that our write turned the version rvBefore (empty for a create) into after, applying
 // hash (empty for writes that are not applies). keep keeps a copy of after, for callers that work on it
-// while the cache lags (the reconciled object); children keep only versions and hash.
+// while the cache lags (the reconciled object); children keep only versions and hash. A write that
+// changed nothing on the server (the same version) is not recorded.
 func (k *knowledge) wrote(id objectID, owner types.UID, proto client.Object, rvBefore string, after client.Object, hash string, keep bool) {
-	if after == nil {
+	if after == nil || rvBefore == after.GetResourceVersion() {
 		return
 	}
-	if rvBefore == after.GetResourceVersion() {
-		return // nothing changed on the server
-	}
+	k.record(id, owner, proto, rvBefore, after, hash, keep)
+}
+
+// finalized records that our removal of the reconciled object's finalizer answered after. The API
+// server deletes an object whose last finalizer goes and answers with its last version, which may carry
+// rvBefore, so unlike wrote this records even an unchanged version: a cache still showing the object
+// with the finalizer is then worked on as after (nothing left to do), not sent the removal again.
+func (k *knowledge) finalized(id objectID, rvBefore string, after client.Object) {
+	k.record(id, "", nil, rvBefore, after, "", true)
+}
+
+// record is wrote without its checks.
+func (k *knowledge) record(id objectID, owner types.UID, proto client.Object, rvBefore string, after client.Object, hash string, keep bool) {
 	var latest client.Object
 	if keep {
 		latest, _ = after.DeepCopyObject().(client.Object)
@@ -133,25 +144,6 @@ func (k *knowledge) wrote(id objectID, owner types.UID, proto client.Object, rvB
 	if rvBefore != "" {
 		rec.superseded[rvBefore] = true
 	}
-}
-
-// finalized records that our removal of the object's finalizer answered after. The API server deletes
-// an object whose last finalizer goes and answers with its last version, which may carry rvBefore, so
-// unlike wrote this records even an unchanged version: a cache still showing the object with the
-// finalizer is then worked on as after (nothing left to do), not sent the removal again.
-func (k *knowledge) finalized(id objectID, rvBefore string, after client.Object) {
-	latest, ok := after.DeepCopyObject().(client.Object)
-	if !ok {
-		return
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	rec := k.entry(id, after.GetUID())
-	rec.written, rec.latest = true, latest
-	if rec.superseded == nil {
-		rec.superseded = map[string]bool{}
-	}
-	rec.superseded[rvBefore] = true
 }
 
 // caughtUp drops the write part of rec: the cache shows a version our writes did not supersede.

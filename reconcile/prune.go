@@ -30,7 +30,7 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 	if len(types) == 0 {
 		types = g.Types()
 	}
-	declared := map[childIdentity]bool{}
+	declared := map[objectID]bool{}
 	for _, n := range g.nodes {
 		id, err := a.identityOf(n.obj, owner)
 		if err != nil {
@@ -45,9 +45,8 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 			return deleted, err
 		}
 		for _, item := range items {
-			id := childIdentity{gk: gvk.GroupKind(), namespace: item.GetNamespace(), name: item.GetName()}
 			oid := idOf(gvk.GroupKind(), item)
-			if declared[id] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil || a.known.deleteSent(oid, item.GetUID()) {
+			if declared[oid] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil || a.known.deleteSent(oid, item.GetUID()) {
 				continue
 			}
 			answer, err := deleteExactly(ctx, a.client, item)
@@ -126,21 +125,15 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 	return res, nil
 }
 
-type childIdentity struct {
-	gk        schema.GroupKind
-	namespace string
-	name      string
-}
-
 // identityOf returns the identity desired has once applied for owner (namespace defaulted).
-func (a *Applier) identityOf(desired, owner client.Object) (childIdentity, error) {
+func (a *Applier) identityOf(desired, owner client.Object) (objectID, error) {
 	gvk, err := apiutil.GVKForObject(desired, a.scheme)
 	if err != nil {
-		return childIdentity{}, err
+		return objectID{}, err
 	}
 	namespaced, err := a.namespaced(desired, owner)
 	if err != nil {
-		return childIdentity{}, err
+		return objectID{}, err
 	}
 	ns := desired.GetNamespace()
 	switch {
@@ -149,7 +142,7 @@ func (a *Applier) identityOf(desired, owner client.Object) (childIdentity, error
 	case ns == "" && owner != nil:
 		ns = owner.GetNamespace()
 	}
-	return childIdentity{gk: gvk.GroupKind(), namespace: ns, name: desired.GetName()}, nil
+	return objectID{gk: gvk.GroupKind(), key: client.ObjectKey{Namespace: ns, Name: desired.GetName()}}, nil
 }
 
 // listTracked lists the objects of t's kind carrying owner's tracking label, in all namespaces.
