@@ -11,12 +11,12 @@ import (
 	"testing"
 )
 
-// Dockerfile checks that the build stage of the Dockerfile at path (relative to root, the repository
+// checkDockerfile checks that the build stage of the Dockerfile at path (relative to root, the repository
 // root and the image's build context) builds its binary from exactly the files it copies: the sources
 // its COPY lines name are copied into an empty directory, and the `go build` of its RUN line runs there
 // against the module cache only (GOPROXY=off, GOFLAGS=-mod=readonly). A package the binary imports but
 // the Dockerfile does not copy fails the test, as it would fail `docker build`.
-func Dockerfile(t *testing.T, root, path string) {
+func checkDockerfile(t *testing.T, root, path string) {
 	t.Helper()
 	copies, pkg, err := buildStage(filepath.Join(root, path))
 	if err != nil {
