@@ -26,6 +26,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/convergo-dev/convergo/finalizer"
@@ -115,6 +116,7 @@ type reconcilerConfig struct {
 	changeEvents         bool
 	pollInterval         time.Duration
 	watches              []extraWatch
+	observer             ReconcileObserver
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -246,6 +248,7 @@ type Reconciler[T Object] struct {
 	statusFn     func(context.Context, T, *GraphResult) error
 	owns         []client.Object
 	watches      []extraWatch
+	observer     ReconcileObserver
 	poll         time.Duration
 	maxConc      int
 	metrics      *reconcilerMetrics
@@ -299,6 +302,7 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		poll:       cfg.pollInterval,
 		maxConc:    cfg.maxConcurrent,
 		watches:    cfg.watches,
+		observer:   cfg.observer,
 		watched:    map[schema.GroupVersionKind]client.Object{},
 		finalizing: map[types.NamespacedName]bool{},
 	}
@@ -409,7 +413,11 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	for _, w := range r.watches {
 		b = b.Watches(w.obj, w.handler, w.opts...)
 	}
-	c, err := b.Build(r)
+	var rec ctrlreconcile.Reconciler = r
+	if r.observer != nil {
+		rec = observed{next: r, observer: r.observer}
+	}
+	c, err := b.Build(rec)
 	if err != nil {
 		return fmt.Errorf("set up controller %s: %w", r.name, err)
 	}
