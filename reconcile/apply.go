@@ -93,6 +93,7 @@ type applierConfig struct {
 	adoptOrphans        bool
 	recreateOnImmutable bool
 	apiReader           client.Reader
+	deleter             *directDeleter
 }
 
 // WithFieldManager sets the server-side apply field manager (default DefaultFieldManager). Use one
@@ -521,12 +522,15 @@ func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Objec
 		return nil, "", fmt.Errorf("apply %s: %w", c.what, &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
 	}
 	logf.FromContext(ctx).Info("recreating child to change immutable fields", "object", c.what, "fields", fields)
-	answer, err := deleteExactly(ctx, a.client, live)
+	answer, err := a.deleteExactly(ctx, live)
 	if err != nil {
 		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
 	}
-	if answer == deletionAccepted {
+	switch answer {
+	case deletionAccepted:
 		a.known.sentDelete(c.id, c.ownerUID(), a.proto(c.obj), live.GetUID(), false)
+	case deletionRemoved:
+		a.known.confirmGone(c.id, c.ownerUID(), live.GetUID())
 	}
 	result, err := a.serverSideApply(ctx, c, createOnly)
 	switch {
@@ -537,37 +541,6 @@ func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Objec
 	}
 	a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), "", result, c.hash, false)
 	return result, OperationRecreated, nil
-}
-
-// deletion is the API server's answer to the DELETE of one exact object.
-type deletion int
-
-const (
-	// deletionAccepted: the object is being deleted, or is gone already.
-	deletionAccepted deletion = iota
-	// deletionGone: the object no longer exists (404), or another object holds its name (the UID
-	// precondition failed).
-	deletionGone
-	// deletionRefused: a conflict that says nothing about the object (a webhook, a proxy, an injected
-	// fault): nothing happened; look again.
-	deletionRefused
-)
-
-// deleteExactly deletes exactly the object observed (UID precondition) in the background.
-func deleteExactly(ctx context.Context, c client.Client, obj client.Object) (deletion, error) {
-	uid := obj.GetUID()
-	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	switch {
-	case err == nil:
-		return deletionAccepted, nil
-	case apierrors.IsNotFound(err):
-		return deletionGone, nil
-	case apierrors.IsConflict(err) && strings.Contains(err.Error(), "Precondition failed"):
-		return deletionGone, nil
-	case apierrors.IsConflict(err):
-		return deletionRefused, nil
-	}
-	return deletionRefused, err
 }
 
 // immutableFields reports whether err is the API server refusing to change immutable fields, and

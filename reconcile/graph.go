@@ -464,21 +464,20 @@ func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (*D
 	res := &DeleteResult{}
 	for i := len(layers) - 1; i >= 0; i-- {
 		layer := layers[i]
-		lives := make([]client.Object, len(layer))
-		issued := make([]bool, len(layer))
+		steps := make([]childDeletion, len(layer))
 		errs := make([]error, len(layer))
 		inLayer(layer, func(j int, name string) {
-			lives[j], issued[j], errs[j] = a.deleteIfOurs(ctx, owner, g.index[name].obj)
+			steps[j], errs[j] = a.deleteIfOurs(ctx, owner, g.index[name].obj)
 			if errs[j] != nil {
 				errs[j] = fmt.Errorf("delete child %q: %w", name, errs[j])
 			}
 		})
 		for j, name := range layer {
-			if issued[j] {
-				res.Deleted = append(res.Deleted, ChildResult{Name: name, Object: lives[j], Operation: OperationDeleted})
+			if steps[j].sent != nil {
+				res.Deleted = append(res.Deleted, ChildResult{Name: name, Object: steps[j].sent, Operation: OperationDeleted})
 			}
-			if lives[j] != nil && errs[j] == nil {
-				res.Waiting = append(res.Waiting, name+": "+a.describe(lives[j]))
+			if steps[j].live != nil && errs[j] == nil {
+				res.Waiting = append(res.Waiting, name+": "+a.describe(steps[j].live))
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -493,67 +492,78 @@ func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (*D
 	return res, nil
 }
 
-// deleteIfOurs deletes desired's live object when it is owner's and not gone, and returns it while it
-// still exists (nil once it is gone); issued reports whether this call's DELETE was accepted. Absence
-// is never taken from the cache alone: a cache miss counts as gone only when the API server said so
-// before, or when the cache showed the very UID whose deletion we sent (its informer has seen it go);
-// otherwise the child is read once from the API server. Each child's DELETE is sent once.
-func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object) (live client.Object, issued bool, err error) {
+// childDeletion is what one deletion step found and did.
+type childDeletion struct {
+	// live is the child while it still exists; nil once it is gone.
+	live client.Object
+	// sent is the child this step's DELETE removed or started deleting; nil when none was sent.
+	sent client.Object
+}
+
+// deleteIfOurs deletes desired's live object when it is owner's and not gone. Absence is never taken
+// from the cache alone: a cache miss counts as gone only when the API server said so before, or when
+// the cache showed the very UID whose deletion we sent (its informer has seen it go); otherwise the
+// child is read once from the API server. Each child's DELETE is sent once.
+func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object) (childDeletion, error) {
 	id, err := a.identityOf(desired, owner)
 	if err != nil {
-		return nil, false, err
+		return childDeletion{}, err
 	}
 	cached := kobj.New(desired)
 	err = a.client.Get(ctx, id.key, cached)
 	switch {
 	case err == nil && a.known.isGone(id, cached.GetUID()):
-		return nil, false, nil // the cache has not seen the deletion the API server confirmed
+		return childDeletion{}, nil // the cache has not seen the deletion the API server confirmed
 	case err == nil && (belongsTo(cached, owner) || !a.known.unseenWrite(id)):
 		return a.deleteLive(ctx, owner, id, a.proto(desired), cached, true)
 	case err == nil, apierrors.IsNotFound(err) && !a.known.goneByCache(id):
 		return a.deleteRead(ctx, owner, id, a.proto(desired))
 	case apierrors.IsNotFound(err):
-		return nil, false, nil
+		return childDeletion{}, nil
 	}
-	return nil, false, err
+	return childDeletion{}, err
 }
 
 // deleteRead reads the child id from the API server and deletes it when it is owner's.
-func (a *Applier) deleteRead(ctx context.Context, owner client.Object, id objectID, proto client.Object) (client.Object, bool, error) {
+func (a *Applier) deleteRead(ctx context.Context, owner client.Object, id objectID, proto client.Object) (childDeletion, error) {
 	fresh, err := a.readLive(ctx, id.key, proto)
 	switch {
 	case err != nil:
-		return nil, false, err
+		return childDeletion{}, err
 	case fresh == nil:
 		a.known.confirmGone(id, owner.GetUID(), "")
-		return nil, false, nil
+		return childDeletion{}, nil
 	}
 	return a.deleteLive(ctx, owner, id, proto, fresh, false)
 }
 
 // deleteLive deletes live (UID precondition, background propagation) unless it is not owner's, is
-// already being deleted, or our DELETE of it was accepted before; it returns live while it exists.
-// seen says whether live came from the cache.
-func (a *Applier) deleteLive(ctx context.Context, owner client.Object, id objectID, proto, live client.Object, seen bool) (client.Object, bool, error) {
+// already being deleted, or our DELETE of it was accepted before. seen says whether live came from
+// the cache.
+func (a *Applier) deleteLive(ctx context.Context, owner client.Object, id objectID, proto, live client.Object, seen bool) (childDeletion, error) {
 	switch {
 	case !belongsTo(live, owner):
-		return nil, false, nil // a foreign object, or a successor that is not ours: ours is gone
+		return childDeletion{}, nil // a foreign object, or a successor that is not ours: ours is gone
 	case live.GetDeletionTimestamp() != nil, a.known.deleteSent(id, live.GetUID()):
-		return live, false, nil // being deleted: wait for it
+		return childDeletion{live: live}, nil // being deleted: wait for it
 	}
-	answer, err := deleteExactly(ctx, a.client, live)
+	answer, err := a.deleteExactly(ctx, live)
 	switch {
 	case err != nil:
-		return live, false, err
+		return childDeletion{live: live}, err
 	case answer == deletionGone:
 		a.known.confirmGone(id, owner.GetUID(), live.GetUID()) // the API server answered 404, or another UID holds the name
-		return nil, false, nil
+		return childDeletion{}, nil
 	case answer == deletionRefused:
-		return live, false, nil // nothing happened: the next pass looks again
+		return childDeletion{live: live}, nil // nothing happened: the next pass looks again
+	case answer == deletionRemoved:
+		a.known.confirmGone(id, owner.GetUID(), live.GetUID()) // the API server removed it at once
+		logf.FromContext(ctx).V(1).Info("deleted child", "object", kobj.DescribeKey(id.gk.Kind, id.key))
+		return childDeletion{sent: live}, nil
 	}
 	a.known.sentDelete(id, owner.GetUID(), proto, live.GetUID(), seen)
-	logf.FromContext(ctx).V(1).Info("deleted child", "object", kobj.DescribeKey(id.gk.Kind, id.key))
-	return live, true, nil
+	logf.FromContext(ctx).V(1).Info("deleting child", "object", kobj.DescribeKey(id.gk.Kind, id.key))
+	return childDeletion{live: live, sent: live}, nil
 }
 
 // describe names obj as "Kind ns/name" (its kind from the Applier's scheme).

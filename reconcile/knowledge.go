@@ -253,7 +253,7 @@ func (k *knowledge) confirmGone(id objectID, owner, uid types.UID) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	rec := k.m[id]
-	if rec == nil {
+	if rec == nil || uid != "" && rec.uid != uid {
 		rec = k.entry(id, uid)
 		rec.owner = owner
 	}

@@ -49,7 +49,7 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 			if declared[oid] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil || a.known.deleteSent(oid, item.GetUID()) {
 				continue
 			}
-			answer, err := deleteExactly(ctx, a.client, item)
+			answer, err := a.deleteExactly(ctx, item)
 			if err != nil {
 				return deleted, fmt.Errorf("prune %s: %w", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)), err)
 			}
@@ -59,8 +59,11 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 				continue // gone already; the cache had not seen it yet
 			case deletionRefused:
 				continue // the next reconcile prunes it
+			case deletionRemoved:
+				a.known.confirmGone(oid, owner.GetUID(), item.GetUID())
+			default:
+				a.known.sentDelete(oid, owner.GetUID(), a.proto(t), item.GetUID(), true)
 			}
-			a.known.sentDelete(oid, owner.GetUID(), a.proto(t), item.GetUID(), true)
 			logf.FromContext(ctx).Info("pruned child no longer declared", "object", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)))
 			deleted = append(deleted, item)
 		}
@@ -83,13 +86,12 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 	res := &DeleteResult{}
 	listed := map[objectID]bool{}
 	kinds := map[schema.GroupKind]bool{}
-	record := func(live client.Object, issued bool, id objectID) {
-		if live == nil {
-			return
+	record := func(step childDeletion, id objectID) {
+		if step.live != nil {
+			res.Waiting = append(res.Waiting, kobj.DescribeKey(id.gk.Kind, id.key))
 		}
-		res.Waiting = append(res.Waiting, kobj.DescribeKey(id.gk.Kind, id.key))
-		if issued {
-			res.Deleted = append(res.Deleted, ChildResult{Object: live, Operation: OperationDeleted})
+		if step.sent != nil {
+			res.Deleted = append(res.Deleted, ChildResult{Object: step.sent, Operation: OperationDeleted})
 		}
 	}
 	for _, t := range types {
@@ -104,8 +106,8 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 			if !belongsTo(item, owner) || a.known.isGone(id, item.GetUID()) {
 				continue
 			}
-			live, issued, err := a.deleteLive(ctx, owner, id, a.proto(t), item, true)
-			record(live, issued, id)
+			step, err := a.deleteLive(ctx, owner, id, a.proto(t), item, true)
+			record(step, id)
 			if err != nil {
 				return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(gvk.Kind, id.key), err)
 			}
@@ -115,8 +117,8 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 		if listed[p.id] || !kinds[p.id.gk] || a.known.goneByCache(p.id) {
 			continue
 		}
-		live, issued, err := a.deleteRead(ctx, owner, p.id, p.proto)
-		record(live, issued, p.id)
+		step, err := a.deleteRead(ctx, owner, p.id, p.proto)
+		record(step, p.id)
 		if err != nil {
 			return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(p.id.gk.Kind, p.id.key), err)
 		}

@@ -340,7 +340,8 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	writer := client.WithFieldOwner(mgr.GetClient(), r.name)
 	r.client = writer
 	r.applier = NewApplier(mgr.GetClient(), r.scheme,
-		append([]ApplierOption{WithFieldManager(r.name), WithAPIReader(mgr.GetAPIReader())}, cfg.applierOpts...)...)
+		append([]ApplierOption{WithFieldManager(r.name), WithAPIReader(mgr.GetAPIReader()),
+			WithConnection(mgr.GetConfig(), mgr.GetHTTPClient())}, cfg.applierOpts...)...)
 	r.known = r.applier.known
 	r.apiReader = mgr.GetAPIReader()
 	r.patcher = status.NewPatcher(writer, status.WithAPIReader(r.apiReader))

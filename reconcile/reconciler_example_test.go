@@ -3,6 +3,8 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/rest"
+	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,6 +36,8 @@ func (m exampleManager) GetAPIReader() client.Reader                    { return
 func (m exampleManager) GetScheme() *runtime.Scheme                     { return m.client.Scheme() }
 func (m exampleManager) GetCache() cache.Cache                          { return nil }
 func (m exampleManager) GetEventRecorder(string) recorder.EventRecorder { return nil }
+func (m exampleManager) GetConfig() *rest.Config                        { return nil }
+func (m exampleManager) GetHTTPClient() *http.Client                    { return nil }
 
 func ExampleNewReconciler() {
 	ctx := context.Background()

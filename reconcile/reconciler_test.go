@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/rest"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +42,8 @@ func (m rtManager) GetControllerOptions() config.Controller        { return m.ct
 func (m rtManager) GetCache() cache.Cache                          { return nil }
 func (m rtManager) GetAPIReader() client.Reader                    { return m.client }
 func (m rtManager) GetEventRecorder(string) recorder.EventRecorder { return nil }
+func (m rtManager) GetConfig() *rest.Config                        { return nil }
+func (m rtManager) GetHTTPClient() *http.Client                    { return nil }
 
 func rtScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
