@@ -30,8 +30,8 @@ type ReadyCheck func(live client.Object) (ready bool, reason string)
 
 // Graph is a set of named children with dependencies. Apply creates and updates them in dependency
 // order, applying a child only when all its dependencies are ready (children that do not depend on
-// each other concurrently); Delete removes them in reverse order, one layer at a time. Build a new
-// Graph on every reconcile from the owner's spec.
+// each other concurrently); Delete removes them in reverse order, each once the children depending on
+// it are gone. Build a new Graph on every reconcile from the owner's spec.
 type Graph struct {
 	nodes []*Node
 	index map[string]*Node
@@ -306,8 +306,7 @@ func (r *GraphResult) Changed() bool {
 	return false
 }
 
-// maxParallelApplies bounds how many children Graph.Apply, and Graph.Delete within a layer,
-// send at once.
+// maxParallelApplies bounds how many children Graph.Apply and Graph.Delete send at once.
 const maxParallelApplies = 8
 
 // Apply applies the children owned by owner, each as soon as its own dependencies are applied and
@@ -380,21 +379,6 @@ func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*Gr
 	return res, errors.Join(errs...)
 }
 
-// inLayer calls run concurrently (at most maxParallelApplies at a time) for each child of a layer,
-// and returns when all calls returned.
-func inLayer(layer []string, run func(i int, name string)) {
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, maxParallelApplies)
-	for i, name := range layer {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			run(i, name)
-		})
-	}
-	wg.Wait()
-}
-
 // applyChild applies one child whose dependencies are ready and judges its readiness; waiting holds
 // what the child waits for, if anything.
 func applyChild(ctx context.Context, a *Applier, owner client.Object, n *Node) (cr ChildResult, waiting []string, err error) {
@@ -428,68 +412,100 @@ func applyChild(ctx context.Context, a *Applier, owner client.Object, n *Node) (
 	return cr, waiting, nil
 }
 
-// Delete removes the children in reverse topological order, one layer at a time, and reports
-// whether all are gone. Within the current layer it deletes, concurrently (background propagation,
-// UID precondition), every child that still exists and is owner's (controlled by it, or tracked with its
-// UID); it moves to the next layer only when none of them exists any more. An object with the same
-// name that is not owner's does not count, and is left alone. Progress is derived from live state
-// only, so calling Delete again, after a restart, with a new Graph and Applier, resumes where it
-// stopped. Call it until the result is Done; requeue meanwhile (deletions also trigger watch events).
-// The result also says which children this pass deleted and which ones it waits for; on error it holds
-// what was done before the error.
-//
-// Absence is never taken from the cache alone: a child counts as gone when the API server says so (a
-// DELETE or a read answered 404, or another UID holds the name), or when the cache saw the very UID
-// whose deletion this Applier sent go; a child the cache does not show is read once. Each DELETE is
-// sent once.
 // DeleteResult is what one deletion pass did: Graph.Delete or Applier.DeleteOwned.
 type DeleteResult struct {
 	// Done is true when none of the children exists any more.
 	Done bool
-	// Deleted lists, in the order issued, the children whose deletion this pass sent: Operation is
+	// Deleted lists, in reverse topological order, the children whose deletion this pass sent: Operation is
 	// OperationDeleted and Object the live object as read before the deletion. A child already being
 	// deleted (or found gone by the API server) is not listed. Name is the child's name in the graph,
 	// empty for a child found by its tracking label only (DeleteOwned).
 	Deleted []ChildResult
 	// Waiting lists the children that still exist, "name: Kind ns/name" ("Kind ns/name" without a
-	// graph name): for a graph only those of the layer being deleted, which hold back the next layer.
+	// graph name): for a graph only those whose deletion was due, which hold back the children they
+	// depend on.
 	Waiting []string
 }
 
+// Delete removes the children in reverse dependency order and reports whether all are gone. A child
+// is deleted (background propagation, UID precondition) as soon as every child that depends on it is
+// gone, concurrently with the others (at most 8 at a time): a slow child holds back only the children
+// it depends on, and when the API server removes children at once (no finalizer holds them; see
+// WithConnection) the whole graph goes in one pass. A child that still exists, or whose deletion
+// failed, holds back its dependencies. Only children that are owner's (controlled by it, or tracked
+// with its UID) are deleted; an object with the same name that is not owner's does not count, and is
+// left alone. Progress is derived from live state only, so calling Delete again, after a restart, with
+// a new Graph and Applier, resumes where it stopped. Call it until the result is Done; requeue
+// meanwhile (deletions also trigger watch events). The result also says which children this pass
+// deleted and which ones it waits for; errors name the child (several are joined), and the result
+// holds what was done.
+//
+// Absence is never taken from the cache alone: a child counts as gone when the API server says so (a
+// DELETE answered as removed or 404, or another UID holds the name), or when the cache saw the very
+// UID whose deletion this Applier sent go; a child the cache does not show is read once. Each DELETE
+// is sent once.
 func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (*DeleteResult, error) {
-	layers, err := g.Layers()
+	order, err := g.Order()
 	if err != nil {
 		return nil, err
 	}
-	res := &DeleteResult{}
-	for i := len(layers) - 1; i >= 0; i-- {
-		layer := layers[i]
-		steps := make([]childDeletion, len(layer))
-		errs := make([]error, len(layer))
-		inLayer(layer, func(j int, name string) {
-			steps[j], errs[j] = a.deleteIfOurs(ctx, owner, g.index[name].obj)
-			if errs[j] != nil {
-				errs[j] = fmt.Errorf("delete child %q: %w", name, errs[j])
-			}
-		})
-		for j, name := range layer {
-			if steps[j].sent != nil {
-				res.Deleted = append(res.Deleted, ChildResult{Name: name, Object: steps[j].sent, Operation: OperationDeleted})
-			}
-			if steps[j].live != nil && errs[j] == nil {
-				res.Waiting = append(res.Waiting, name+": "+a.describe(steps[j].live))
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			return res, err
-		}
-		if len(res.Waiting) > 0 {
-			logf.FromContext(ctx).V(1).Info("waiting for children to be deleted", "layer", layers[i], "waiting", res.Waiting)
-			return res, nil
+	pos := make(map[string]int, len(order))
+	for i, name := range order {
+		pos[name] = i
+	}
+	dependents := make([][]int, len(order))
+	for i, name := range order {
+		for _, d := range g.index[name].deps {
+			dependents[pos[d]] = append(dependents[pos[d]], i)
 		}
 	}
-	res.Done = true
-	return res, nil
+	var (
+		steps = make([]childDeletion, len(order))
+		gone  = make([]bool, len(order))
+		errs  = make([]error, len(order))
+		done  = make([]chan struct{}, len(order))
+		slots = make(chan struct{}, maxParallelApplies)
+		wg    sync.WaitGroup
+	)
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	for i, name := range order {
+		wg.Go(func() {
+			defer close(done[i])
+			for _, j := range dependents[i] {
+				<-done[j] // gone[j] is final once done
+			}
+			for _, j := range dependents[i] {
+				if !gone[j] {
+					return // held back by a dependent that still exists
+				}
+			}
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			steps[i], errs[i] = a.deleteIfOurs(ctx, owner, g.index[name].obj)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("delete child %q: %w", name, errs[i])
+				return
+			}
+			gone[i] = steps[i].live == nil
+		})
+	}
+	wg.Wait()
+	res := &DeleteResult{Done: true}
+	for i := len(order) - 1; i >= 0; i-- {
+		if steps[i].sent != nil {
+			res.Deleted = append(res.Deleted, ChildResult{Name: order[i], Object: steps[i].sent, Operation: OperationDeleted})
+		}
+		if steps[i].live != nil && errs[i] == nil {
+			res.Waiting = append(res.Waiting, order[i]+": "+a.describe(steps[i].live))
+		}
+		res.Done = res.Done && gone[i]
+	}
+	if len(res.Waiting) > 0 {
+		logf.FromContext(ctx).V(1).Info("waiting for children to be deleted", "waiting", res.Waiting)
+	}
+	return res, errors.Join(errs...)
 }
 
 // childDeletion is what one deletion step found and did.

@@ -408,9 +408,9 @@ func summarizeDelete(t *testing.T, res *DeleteResult) deleteSummary {
 	return s
 }
 
-// TestGraphDeleteReports: each pass reports the children whose deletion it issued (one layer
-// at a time, from the last) and those it waits for; a child already being deleted is not reported
-// again.
+// TestGraphDeleteReports: each pass reports the children whose deletion it issued (each as soon as
+// the children that depend on it are gone: "extra", which nothing depends on, goes in the first pass)
+// and those it waits for; a child already being deleted is not reported again.
 func TestGraphDeleteReports(t *testing.T) {
 	c := newFake(t, nil)
 	a := NewApplier(c, nil)
@@ -453,10 +453,10 @@ func TestGraphDeleteReports(t *testing.T) {
 	}
 	want := []deleteSummary{
 		// A pass waits for what it found, even when it deleted it at once.
-		{Deleted: []string{"service ns/service"}, Waiting: []string{"service: ConfigMap ns/service"}},
+		{Deleted: []string{"service ns/service", "extra ns/extra"}, Waiting: []string{"service: ConfigMap ns/service", "extra: ConfigMap ns/extra"}},
 		{Deleted: []string{"app ns/app"}, Waiting: []string{"app: ConfigMap ns/app"}},
 		{Waiting: []string{"app: ConfigMap ns/app"}}, // terminating: not deleted again
-		{Deleted: []string{"config ns/config", "extra ns/extra"}, Waiting: []string{"config: ConfigMap ns/config", "extra: ConfigMap ns/extra"}},
+		{Deleted: []string{"config ns/config"}, Waiting: []string{"config: ConfigMap ns/config"}},
 		{Done: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

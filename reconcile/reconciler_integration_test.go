@@ -526,11 +526,11 @@ func TestIntegrationReconcilerDeletion(t *testing.T) {
 			t.Errorf("child %s still exists after finalization (get: %v)", n, err)
 		}
 	}
-	// Layers [config extra] <- [derived]: derived first (held, so its pass repeats without a second
-	// event), then config and extra together.
+	// derived depends on config; nothing depends on extra: derived and extra first (derived held, so
+	// its pass repeats without a second event), then config.
 	wt.waitEventNotes(t, "gone", corev1.EventTypeNormal, reconcile.EventReasonChildrenDeleted, []string{
-		"deleted ConfigMap " + wt.ns + "/gone-derived",
-		"deleted ConfigMap " + wt.ns + "/gone-config, ConfigMap " + wt.ns + "/gone-extra",
+		"deleted ConfigMap " + wt.ns + "/gone-derived, ConfigMap " + wt.ns + "/gone-extra",
+		"deleted ConfigMap " + wt.ns + "/gone-config",
 	})
 	wantNormal := []string{"Normal " + reconcile.EventReasonChildrenApplied, "Normal " + reconcile.EventReasonChildrenDeleted}
 	if got := wt.events(t, "gone"); slices.ContainsFunc(got, func(e string) bool {

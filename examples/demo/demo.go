@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -340,16 +341,15 @@ func (d *demo) deleteInOrder(ctx context.Context) error {
 			return fmt.Errorf("delete %s: %w", obj.GetName(), err)
 		}
 	}
-	// Layers of each operator's teardown, in order; within a layer the order is free.
-	want := map[string][][]string{
-		welcome.Name:   {{"Deployment/alice"}, {"ConfigMap/alice", "Service/alice"}},
-		memcached.Name: {{"Service/sessions"}, {"Deployment/sessions"}},
+	// Each operator's children, and for each the children that must be gone before it: a child is
+	// deleted only once every child that depends on it is gone; independent children go at once.
+	want := map[string]map[string][]string{
+		welcome.Name:   {"Deployment/alice": nil, "Service/alice": nil, "ConfigMap/alice": {"Deployment/alice"}},
+		memcached.Name: {"Service/sessions": nil, "Deployment/sessions": {"Service/sessions"}},
 	}
 	total := 0
-	for _, layers := range want {
-		for _, l := range layers {
-			total += len(l)
-		}
+	for _, children := range want {
+		total += len(children)
 	}
 	var seen []deletion
 	for len(seen) < total {
@@ -370,7 +370,7 @@ func (d *demo) deleteInOrder(ctx context.Context) error {
 				got = append(got, del.name)
 			}
 		}
-		order, err := inLayers(got, want[operator])
+		order, err := inDependencyOrder(got, want[operator])
 		if err != nil {
 			return fmt.Errorf("%s deleted its children in the order %v: %w", operator, got, err)
 		}
@@ -586,24 +586,31 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// inLayers checks that got (names in deletion order) deletes the layers one after the other, each in
-// any order, and renders the order as "A -> B + C".
-func inLayers(got []string, layers [][]string) (string, error) {
-	var parts []string
-	rest := got
-	for i, layer := range layers {
-		if len(rest) < len(layer) {
-			return "", fmt.Errorf("layer %d %v: only %v deleted", i+1, layer, rest)
+// inDependencyOrder checks that got (names in deletion order) holds exactly the children of after,
+// each deleted after the children after names for it, and renders the order as
+// "Deployment/a, Service/a, ConfigMap/a (ConfigMap/a after Deployment/a)".
+func inDependencyOrder(got []string, after map[string][]string) (string, error) {
+	pos := map[string]int{}
+	for i, name := range got {
+		if _, ok := after[name]; !ok {
+			return "", fmt.Errorf("unexpected deletion of %s", name)
 		}
-		chunk := slices.Sorted(slices.Values(rest[:len(layer)]))
-		if want := slices.Sorted(slices.Values(layer)); !slices.Equal(chunk, want) {
-			return "", fmt.Errorf("want %v deleted before the rest, got %v first", want, chunk)
+		if _, dup := pos[name]; dup {
+			return "", fmt.Errorf("%s deleted twice", name)
 		}
-		parts = append(parts, strings.Join(chunk, " + "))
-		rest = rest[len(layer):]
+		pos[name] = i
 	}
-	if len(rest) > 0 {
-		return "", fmt.Errorf("unexpected deletions %v", rest)
+	var edges []string
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		if _, ok := pos[name]; !ok {
+			return "", fmt.Errorf("%s was not deleted", name)
+		}
+		for _, first := range after[name] {
+			if pos[first] > pos[name] {
+				return "", fmt.Errorf("%s was deleted before %s, which depends on it", name, first)
+			}
+			edges = append(edges, name+" after "+first)
+		}
 	}
-	return strings.Join(parts, " -> "), nil
+	return fmt.Sprintf("%s (%s)", strings.Join(got, ", "), strings.Join(edges, "; ")), nil
 }

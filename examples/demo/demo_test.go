@@ -23,8 +23,8 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Stalled=True (SecretNotFound)",
-		"welcome-operator: Deployment/alice -> ConfigMap/alice + Service/alice, in order.",
-		"memcached-operator: Service/sessions -> Deployment/sessions, in order.",
+		"(ConfigMap/alice after Deployment/alice), in order.",
+		"memcached-operator: Service/sessions, Deployment/sessions (Deployment/sessions after Service/sessions), in order.",
 		"Done: every step went as expected.",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -33,27 +33,28 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-func TestInLayers(t *testing.T) {
-	layers := [][]string{{"Deployment/a"}, {"ConfigMap/a", "Service/a"}}
+func TestInDependencyOrder(t *testing.T) {
+	after := map[string][]string{"Deployment/a": nil, "Service/a": nil, "ConfigMap/a": {"Deployment/a"}}
 	cases := map[string]struct {
 		got     []string
 		want    string
 		wantErr bool
 	}{
-		"in order":                {got: []string{"Deployment/a", "ConfigMap/a", "Service/a"}, want: "Deployment/a -> ConfigMap/a + Service/a"},
-		"free order within layer": {got: []string{"Deployment/a", "Service/a", "ConfigMap/a"}, want: "Deployment/a -> ConfigMap/a + Service/a"},
-		"second layer first":      {got: []string{"Service/a", "Deployment/a", "ConfigMap/a"}, wantErr: true},
-		"missing one":             {got: []string{"Deployment/a", "Service/a"}, wantErr: true},
-		"something else deleted":  {got: []string{"Deployment/a", "ConfigMap/a", "Service/a", "Secret/a"}, wantErr: true},
+		"in order":                   {got: []string{"Deployment/a", "ConfigMap/a", "Service/a"}, want: "Deployment/a, ConfigMap/a, Service/a (ConfigMap/a after Deployment/a)"},
+		"independent child first":    {got: []string{"Service/a", "Deployment/a", "ConfigMap/a"}, want: "Service/a, Deployment/a, ConfigMap/a (ConfigMap/a after Deployment/a)"},
+		"dependency before its user": {got: []string{"ConfigMap/a", "Deployment/a", "Service/a"}, wantErr: true},
+		"missing one":                {got: []string{"Deployment/a", "ConfigMap/a"}, wantErr: true},
+		"something else deleted":     {got: []string{"Deployment/a", "ConfigMap/a", "Service/a", "Secret/a"}, wantErr: true},
+		"deleted twice":              {got: []string{"Deployment/a", "Deployment/a", "ConfigMap/a", "Service/a"}, wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := inLayers(tc.got, layers)
+			got, err := inDependencyOrder(tc.got, after)
 			if (err != nil) != tc.wantErr {
-				t.Fatalf("inLayers(%v) error = %v, want error %v", tc.got, err, tc.wantErr)
+				t.Fatalf("inDependencyOrder(%v) error = %v, want error %v", tc.got, err, tc.wantErr)
 			}
 			if got != tc.want {
-				t.Errorf("inLayers(%v) = %q, want %q", tc.got, got, tc.want)
+				t.Errorf("inDependencyOrder(%v) = %q, want %q", tc.got, got, tc.want)
 			}
 		})
 	}

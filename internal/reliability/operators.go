@@ -39,8 +39,8 @@ type Operator struct {
 	Change func(obj client.Object, i int)
 	// NewList returns an empty list of the operator's objects.
 	NewList func() client.ObjectList
-	// Children are the kinds a converged object owns, one child of each kind, in the order deletion
-	// must remove them (by Layer, first deleted first).
+	// Children are the kinds a converged object owns, one child of each kind, each with the kinds that
+	// deletion must remove before it.
 	Children []ChildKind
 }
 
@@ -48,9 +48,9 @@ type Operator struct {
 type ChildKind struct {
 	// Kind is the child's kind, e.g. "Deployment".
 	Kind string
-	// Layer is the child's step in the teardown: the children of layer 0 are deleted first, those of
-	// layer 1 only once they are gone, and so on; within a layer the order is free.
-	Layer int
+	// After names the kinds of the same owner that must be gone before this child is deleted (the
+	// children that depend on it); the others may go in any order.
+	After []string
 	// NewList returns an empty typed list of the kind.
 	NewList func() client.ObjectList
 }
@@ -75,8 +75,8 @@ var Memcached = &Operator{
 	},
 	NewList: func() client.ObjectList { return &memcachedv1.MemcachedList{} },
 	Children: []ChildKind{
-		{Kind: "Service", Layer: 0, NewList: func() client.ObjectList { return &corev1.ServiceList{} }},
-		{Kind: "Deployment", Layer: 1, NewList: func() client.ObjectList { return &appsv1.DeploymentList{} }},
+		{Kind: "Service", NewList: func() client.ObjectList { return &corev1.ServiceList{} }},
+		{Kind: "Deployment", After: []string{"Service"}, NewList: func() client.ObjectList { return &appsv1.DeploymentList{} }},
 	},
 }
 
@@ -106,9 +106,9 @@ var Welcome = &Operator{
 	},
 	NewList: func() client.ObjectList { return &welcomev1.WelcomeList{} },
 	Children: []ChildKind{
-		{Kind: "Deployment", Layer: 0, NewList: func() client.ObjectList { return &appsv1.DeploymentList{} }},
-		{Kind: "Service", Layer: 1, NewList: func() client.ObjectList { return &corev1.ServiceList{} }},
-		{Kind: "ConfigMap", Layer: 1, NewList: func() client.ObjectList { return &corev1.ConfigMapList{} }},
+		{Kind: "Deployment", NewList: func() client.ObjectList { return &appsv1.DeploymentList{} }},
+		{Kind: "Service", NewList: func() client.ObjectList { return &corev1.ServiceList{} }},
+		{Kind: "ConfigMap", After: []string{"Deployment"}, NewList: func() client.ObjectList { return &corev1.ConfigMapList{} }},
 	},
 }
 

@@ -234,8 +234,10 @@ func (r *Recorder) Instances() map[string]int {
 }
 
 // DeletionOrderProblems checks, for every object of op that was deleted, that its children were
-// deleted before it, layer by layer as op.Children gives them (e.g. the Deployment, then the ConfigMap
-// and the Service in any order), comparing storage revisions. It returns one line per violation.
+// deleted before it, and each child after the children op.Children says must go first (e.g. the
+// ConfigMap after the Deployment that mounts it; the Service in any order), comparing storage
+// revisions. A deletion that fell into a recording gap (revision 0) leaves its order unknown. It
+// returns one line per violation.
 func (r *Recorder) DeletionOrderProblems(op *Operator) []string {
 	seen := r.Seen()
 	deleted := map[types.UID]Seen{}                 // owner UID -> its deletion
@@ -256,36 +258,25 @@ func (r *Recorder) DeletionOrderProblems(op *Operator) []string {
 		}
 		childDeleted[s.Owner][s.Kind] = s
 	}
-	kinds := slices.Clone(op.Children)
-	slices.SortStableFunc(kinds, func(a, b ChildKind) int { return a.Layer - b.Layer })
 	var problems []string
 	for uid, owner := range deleted {
-		// last is the latest deletion of the previous layer; known is false when a deletion of that
-		// layer fell into a recording gap, so the order against it is unknown.
-		last, known := Seen{Kind: "(start)"}, true
-		layerLast, layerKnown := last, true
-		for i, kind := range kinds {
-			if i > 0 && kind.Layer != kinds[i-1].Layer {
-				last, known = layerLast, layerKnown
-				layerLast, layerKnown = Seen{Kind: "(start)"}, true
-			}
+		for _, kind := range op.Children {
 			child, ok := childDeleted[uid][kind.Kind]
 			switch {
 			case !ok:
 				problems = append(problems, fmt.Sprintf("%s %s was deleted but no deletion of its %s was seen", op.Kind, owner.Name, kind.Kind))
 				continue
 			case child.Revision == 0:
-				layerKnown = false // deleted during a recording gap: the order is unknown
-				continue
+				continue // deleted during a recording gap: the order is unknown
 			case owner.Revision != 0 && child.Revision >= owner.Revision:
 				problems = append(problems, fmt.Sprintf("%s %s (revision %d) was deleted before its %s %s (revision %d)",
 					op.Kind, owner.Name, owner.Revision, kind.Kind, child.Name, child.Revision))
-			case known && last.Kind != "(start)" && child.Revision <= last.Revision:
-				problems = append(problems, fmt.Sprintf("%s of %s %s deleted at revision %d, before %s %s at revision %d",
-					kind.Kind, op.Kind, owner.Name, child.Revision, last.Kind, last.Name, last.Revision))
 			}
-			if child.Revision > layerLast.Revision {
-				layerLast = child
+			for _, first := range kind.After {
+				if prev, ok := childDeleted[uid][first]; ok && prev.Revision != 0 && child.Revision <= prev.Revision {
+					problems = append(problems, fmt.Sprintf("%s of %s %s deleted at revision %d, before %s %s at revision %d",
+						kind.Kind, op.Kind, owner.Name, child.Revision, prev.Kind, prev.Name, prev.Revision))
+				}
 			}
 		}
 	}

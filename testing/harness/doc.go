@@ -28,6 +28,11 @@
 //		t.Log(counter.Snapshot())
 //	}
 //
+// testing/optest builds the steps of an operator's tests on it (objects with cleanups, conflict-retrying
+// updates, condition matchers, Deployments marked available, and ExpectNoRequests, which follows each
+// change until the reconcile that read it and counts the requests meanwhile); testing/schematest checks
+// a CRD's validation with it.
+//
 // The binaries are built on first use into a per-user cache (several minutes once); KUBEBUILDER_ASSETS
 // pointing at a directory holding them skips that.
 package harness

@@ -29,8 +29,8 @@ type kustomization struct {
 	} `json:"images"`
 }
 
-// Check checks the kustomize tree in dir (an example's config directory) of the operator named example.
-func Check(t *testing.T, dir, example string) {
+// check checks the kustomize tree in dir (an example's config directory) of the operator named example.
+func check(t *testing.T, dir, example string) {
 	t.Helper()
 	objs := map[string][]*unstructured.Unstructured{} // by kind
 	for _, sub := range []string{"default", "crd", "rbac", "manager", "samples"} {

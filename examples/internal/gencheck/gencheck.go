@@ -18,10 +18,10 @@ import (
 // ControllerGenVersion is the controller-gen release the Makefile pins.
 const ControllerGenVersion = "v0.23.0"
 
-// Check regenerates the deepcopy code, the CRDs and the RBAC role of examples/<example> with the pinned
+// check regenerates the deepcopy code, the CRDs and the RBAC role of examples/<example> with the pinned
 // controller-gen, the way `make generate manifests` does, and fails t for every committed file that
 // differs, is missing or is left over.
-func Check(t *testing.T, example string) {
+func check(t *testing.T, example string) {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {

@@ -44,24 +44,37 @@ func CacheOptions(opts *cache.Options) {
 	reconcile.LeanCache(opts, &appsv1.Deployment{}, &corev1.Service{})
 }
 
-// SetupWithManager registers the Memcached controller with mgr.
-// Unless the manager's options set a concurrency, it reconciles DefaultMaxConcurrentReconciles
-// Memcacheds at once.
+// SetupWithManager registers the Memcached controller with mgr: it is Setup(). Unless the manager's
+// options set a concurrency, it reconciles DefaultMaxConcurrentReconciles Memcacheds at once.
 func SetupWithManager(mgr ctrl.Manager) error {
-	s := &statusWriter{reader: mgr.GetClient()}
-	r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Memcached]{Children: Children, Status: s.status},
-		reconcile.WithName(Name),
-		reconcile.WithFinalizer(Finalizer),
-		reconcile.WithOwns(&appsv1.Deployment{}, &corev1.Service{}),
-		// A scaling history in `kubectl describe memcached`: an event for every reconcile that
-		// changed a child (by default only removals get one).
-		reconcile.WithChangeEvents(),
-		reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
-	)
-	if err := r.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up memcached controller: %w", err)
+	return Setup()(mgr)
+}
+
+// Setup returns the function that registers the Memcached controller with a manager, with opts
+// applied after the controller's own reconciler options. Tests give it an observer of the reconciles
+// (testing/optest.StartOperator does):
+//
+//	recs := optest.NewReconciles()
+//	env.StartManager(t, controller.Setup(reconcile.WithReconcileObserver(recs.Observe)))
+func Setup(opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error {
+		s := &statusWriter{reader: mgr.GetClient()}
+		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Memcached]{Children: Children, Status: s.status},
+			append([]reconcile.ReconcilerOption{
+				reconcile.WithName(Name),
+				reconcile.WithFinalizer(Finalizer),
+				reconcile.WithOwns(&appsv1.Deployment{}, &corev1.Service{}),
+				// A scaling history in `kubectl describe memcached`: an event for every reconcile that
+				// changed a child (by default only removals get one).
+				reconcile.WithChangeEvents(),
+				reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
+			}, opts...)...,
+		)
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up memcached controller: %w", err)
+		}
+		return nil
 	}
-	return nil
 }
 
 // statusWriter fills in the Memcached-specific status fields; the conditions come from the reconciler.

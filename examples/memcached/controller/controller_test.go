@@ -14,12 +14,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convergo-dev/convergo/examples/internal/optest"
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/memcached/controller"
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
+	"github.com/convergo-dev/convergo/testing/optest"
 )
 
 const timeout = optest.Timeout
@@ -93,7 +93,7 @@ func TestLifecycle(t *testing.T) {
 		mc.Status, optest.IgnoreConditions()); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	optest.WaitForEvent(t, env.Client, ns, "cache", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
+	optest.WaitForEvent(t, env.Client, mc, corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
 
 	// Scale up: the Deployment follows; the Memcached is Reconciling until the new pods are available
 	// (the Service, which depends on the Deployment, waits for it).
@@ -142,13 +142,13 @@ func TestLifecycle(t *testing.T) {
 	harness.WaitForDeletion(t, env.Client, mc, timeout)
 }
 
-// TestZeroWritesOnceConverged reconciles a converged Memcached again, for several reasons, and checks
-// that the operator sends no write at all.
-func TestZeroWritesOnceConverged(t *testing.T) {
+// TestZeroRequestsOnceConverged reconciles a converged Memcached again, for several reasons, and checks
+// that the operator sends no request at all, neither a write nor a read, until the reconcile that read
+// the change has finished.
+func TestZeroRequestsOnceConverged(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	counter := harness.NewRequestCounter()
-	env.StartManager(t, controller.SetupWithManager, harness.WithManagerConfig(counter.Wrap(env.Config)))
+	op := optest.StartOperator(t, env, controller.Setup)
 	mc := newMemcached(t, env, ns, "cache", v1alpha1.MemcachedSpec{
 		Size: 3, MaxUnavailable: ptr.To[int32](1),
 		Resources: &corev1.ResourceRequirements{
@@ -161,17 +161,17 @@ func TestZeroWritesOnceConverged(t *testing.T) {
 	optest.MarkDeploymentAvailable(t, env.Client, key)
 	harness.WaitForObject(t, env.Client, key, &corev1.Service{}, timeout, nil)
 	harness.WaitForObject(t, env.Client, key, mc, timeout, conditionsAre(ready))
-	t.Logf("requests to converge:\n%s", counter.Snapshot().InNamespace(ns))
+	t.Logf("requests to converge:\n%s", op.Requests.Snapshot().InNamespace(ns))
 
-	optest.ExpectNoWrites(t, counter, ns, controller.Name, map[string]func(t *testing.T){
-		"annotation on the memcached": func(t *testing.T) {
-			optest.MergePatch(t, env.Client, mc, `{"metadata":{"annotations":{"example.com/note":"hello"}}}`)
+	op.ExpectNoRequests(t, key, map[string]optest.Trigger{
+		"annotation on the memcached": func(t testing.TB) client.Object {
+			return optest.MergePatch(t, env.Client, mc, `{"metadata":{"annotations":{"example.com/note":"hello"}}}`)
 		},
-		"label added to the deployment by someone else": func(t *testing.T) {
-			optest.MergePatch(t, env.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}}, `{"metadata":{"labels":{"example.com/team":"cache"}}}`)
+		"label added to the deployment by someone else": func(t testing.TB) client.Object {
+			return optest.MergePatch(t, env.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}}, `{"metadata":{"labels":{"example.com/team":"cache"}}}`)
 		},
-		"deployment status changed by the deployment controller": func(t *testing.T) {
-			optest.MarkDeploymentProgressing(t, env.Client, key)
+		"deployment status changed by the deployment controller": func(t testing.TB) client.Object {
+			return optest.MarkDeploymentProgressing(t, env.Client, key)
 		},
 	})
 }
@@ -195,7 +195,7 @@ func TestInvalidSpecStallsUntilFixed(t *testing.T) {
 	if got := status.Get(mc, status.Stalled).Message; got != want {
 		t.Errorf("Stalled message:\n got: %s\nwant: %s", got, want)
 	}
-	event := optest.WaitForEvent(t, env.Client, ns, "cache", corev1.EventTypeWarning, "InvalidSpec")
+	event := optest.WaitForEvent(t, env.Client, mc, corev1.EventTypeWarning, "InvalidSpec")
 	if event.Note != want {
 		t.Errorf("event note:\n got: %s\nwant: %s", event.Note, want)
 	}
@@ -226,7 +226,7 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 	harness.WaitForObject(t, env.Client, key, mc, timeout, func(m *v1alpha1.Memcached) bool {
 		return conditionsAre(ready)(m) && slices.Equal(m.Status.Nodes, []string{"cache-0"})
 	})
-	event := optest.WaitForEvent(t, env.Client, ns, "cache", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
+	event := optest.WaitForEvent(t, env.Client, mc, corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
 	if event.ReportingController != controller.Name {
 		t.Errorf("event reported by %q, want %q", event.ReportingController, controller.Name)
 	}

@@ -56,30 +56,43 @@ func CacheOptions(opts *cache.Options) {
 	reconcile.LeanCache(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
 }
 
-// SetupWithManager registers the Welcome controller with mgr.
-// Unless the manager's options set a concurrency, it reconciles DefaultMaxConcurrentReconciles
-// Welcomes at once.
+// SetupWithManager registers the Welcome controller with mgr: it is Setup(). Unless the manager's
+// options set a concurrency, it reconciles DefaultMaxConcurrentReconciles Welcomes at once.
 //
 // Besides the Welcomes and their children, the controller watches Secrets (metadata only: the cache
 // never holds Secret data) and wakes the Welcomes whose spec.passwordSecretRef names a Secret that was
 // created, changed or deleted.
 func SetupWithManager(mgr ctrl.Manager) error {
-	w := &welcomes{reader: mgr.GetClient()}
-	// An index finds the Welcomes that name a Secret without scanning every Welcome.
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Welcome{}, passwordSecretIndex, passwordSecretName); err != nil {
-		return fmt.Errorf("set up welcome controller: index welcomes by password secret: %w", err)
+	return Setup()(mgr)
+}
+
+// Setup returns the function that registers the Welcome controller with a manager, with opts
+// applied after the controller's own reconciler options. Tests give it an observer of the reconciles
+// (testing/optest.StartOperator does):
+//
+//	recs := optest.NewReconciles()
+//	env.StartManager(t, controller.Setup(reconcile.WithReconcileObserver(recs.Observe)))
+func Setup(opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error {
+		w := &welcomes{reader: mgr.GetClient()}
+		// An index finds the Welcomes that name a Secret without scanning every Welcome.
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Welcome{}, passwordSecretIndex, passwordSecretName); err != nil {
+			return fmt.Errorf("set up welcome controller: index welcomes by password secret: %w", err)
+		}
+		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Welcome]{Children: w.children, Status: w.status},
+			append([]reconcile.ReconcilerOption{
+				reconcile.WithName(Name),
+				reconcile.WithFinalizer(Finalizer),
+				reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
+				reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata),
+				reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
+			}, opts...)...,
+		)
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up welcome controller: %w", err)
+		}
+		return nil
 	}
-	r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Welcome]{Children: w.children, Status: w.status},
-		reconcile.WithName(Name),
-		reconcile.WithFinalizer(Finalizer),
-		reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
-		reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata),
-		reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
-	)
-	if err := r.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up welcome controller: %w", err)
-	}
-	return nil
 }
 
 // passwordSecretName is the index function of passwordSecretIndex.

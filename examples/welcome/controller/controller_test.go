@@ -20,12 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/builders"
-	"github.com/convergo-dev/convergo/examples/internal/optest"
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
+	"github.com/convergo-dev/convergo/testing/optest"
 )
 
 const timeout = optest.Timeout
@@ -150,8 +150,9 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 
-	// Deletion in reverse order. Another controller's finalizer holds the Deployment, so the step can
-	// be seen: the page and the Service wait until it is gone.
+	// Deletion in reverse dependency order. Another controller's finalizer holds the Deployment, so the
+	// step can be seen: the page it mounts waits until it is gone; the Service, which depends on
+	// nothing, goes at once.
 	const hold = "test.convergo.dev/hold"
 	optest.PatchFinalizers(t, env.Client, &deploy, []string{hold})
 	if err := env.Client.Delete(t.Context(), w); err != nil {
@@ -161,11 +162,11 @@ func TestLifecycle(t *testing.T) {
 	harness.WaitForObject(t, env.Client, key, w, timeout, func(w *v1alpha1.Welcome) bool {
 		return optest.Condition(w, status.Reconciling) == "True/Deleting"
 	})
-	optest.RequireNotDeleting(t, env.Client, key, &corev1.Service{}, &corev1.ConfigMap{})
+	harness.WaitForDeletion(t, env.Client, &svc, timeout)
+	optest.RequireNotDeleting(t, env.Client, key, &corev1.ConfigMap{})
 
 	optest.PatchFinalizers(t, env.Client, &deploy, nil)
 	harness.WaitForDeletion(t, env.Client, &deploy, timeout)
-	harness.WaitForDeletion(t, env.Client, &svc, timeout)
 	harness.WaitForDeletion(t, env.Client, &page, timeout)
 	harness.WaitForDeletion(t, env.Client, w, timeout)
 	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(secret), &corev1.Secret{}); err != nil {
@@ -190,7 +191,7 @@ func TestMissingSecret(t *testing.T) {
 	if got := status.Get(w, status.Stalled).Message; got != want {
 		t.Errorf("Stalled message:\n got: %s\nwant: %s", got, want)
 	}
-	optest.WaitForEvent(t, env.Client, ns, "bob", corev1.EventTypeWarning, controller.ReasonSecretNotFound)
+	optest.WaitForEvent(t, env.Client, w, corev1.EventTypeWarning, controller.ReasonSecretNotFound)
 	for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}} {
 		if err := env.Client.Get(t.Context(), key, obj); !apierrors.IsNotFound(err) {
 			t.Errorf("%T exists while the secret is missing (get: %v)", obj, err)
@@ -266,13 +267,13 @@ func TestPasswordNeverLeaks(t *testing.T) {
 	}
 }
 
-// TestZeroWritesOnceConverged reconciles a converged Welcome again, for several reasons, and checks
-// that the operator sends no write at all.
-func TestZeroWritesOnceConverged(t *testing.T) {
+// TestZeroRequestsOnceConverged reconciles a converged Welcome again, for several reasons, and checks
+// that the operator sends no request at all, neither a write nor a read, until the reconcile that read
+// the change has finished.
+func TestZeroRequestsOnceConverged(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	counter := harness.NewRequestCounter()
-	env.StartManager(t, controller.SetupWithManager, harness.WithManagerConfig(counter.Wrap(env.Config)))
+	op := optest.StartOperator(t, env, controller.Setup)
 	newSecret(t, env.Client, ns, "dave-password", "pw")
 	w := newWelcome(t, env, ns, "dave", v1alpha1.WelcomeSpec{
 		Name: "Dave", Groups: []string{"ops"}, Email: "dave@example.com", UserID: ptr.To[int64](2000),
@@ -283,20 +284,20 @@ func TestZeroWritesOnceConverged(t *testing.T) {
 	harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
 	optest.MarkDeploymentAvailable(t, env.Client, key)
 	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(ready))
-	t.Logf("requests to converge:\n%s", counter.Snapshot().InNamespace(ns))
+	t.Logf("requests to converge:\n%s", op.Requests.Snapshot().InNamespace(ns))
 
-	optest.ExpectNoWrites(t, counter, ns, controller.Name, map[string]func(t *testing.T){
-		"annotation on the welcome": func(t *testing.T) {
-			optest.MergePatch(t, env.Client, w, `{"metadata":{"annotations":{"example.com/note":"hello"}}}`)
+	op.ExpectNoRequests(t, key, map[string]optest.Trigger{
+		"annotation on the welcome": func(t testing.TB) client.Object {
+			return optest.MergePatch(t, env.Client, w, `{"metadata":{"annotations":{"example.com/note":"hello"}}}`)
 		},
-		"label added to the page by someone else": func(t *testing.T) {
-			optest.MergePatch(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"labels":{"example.com/team":"web"}}}`)
+		"label added to the page by someone else": func(t testing.TB) client.Object {
+			return optest.MergePatch(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"labels":{"example.com/team":"web"}}}`)
 		},
-		"annotation added to the service by someone else": func(t *testing.T) {
-			optest.MergePatch(t, env.Client, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"annotations":{"example.com/scrape":"true"}}}`)
+		"annotation added to the service by someone else": func(t testing.TB) client.Object {
+			return optest.MergePatch(t, env.Client, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"annotations":{"example.com/scrape":"true"}}}`)
 		},
-		"deployment status changed by the deployment controller": func(t *testing.T) {
-			optest.MarkDeploymentProgressing(t, env.Client, key)
+		"deployment status changed by the deployment controller": func(t testing.TB) client.Object {
+			return optest.MarkDeploymentProgressing(t, env.Client, key)
 		},
 	})
 }
@@ -322,7 +323,7 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	harness.WaitForDeletion(t, env.Client, w, timeout)
-	event := optest.WaitForEvent(t, env.Client, ns, "erin", corev1.EventTypeNormal, reconcile.EventReasonChildrenDeleted)
+	event := optest.WaitForEvent(t, env.Client, w, corev1.EventTypeNormal, reconcile.EventReasonChildrenDeleted)
 	if event.ReportingController != controller.Name {
 		t.Errorf("event reported by %q, want %q", event.ReportingController, controller.Name)
 	}

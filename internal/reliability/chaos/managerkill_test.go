@@ -73,8 +73,9 @@ func TestManagerKilledMidDeletion(t *testing.T) {
 	}
 }
 
-// midDeletion reports whether every object of s is half deleted: deletion started, the children of
-// the layers before the Deployments' gone, the Deployments terminating, the later layers untouched.
+// midDeletion reports whether every object of s is half deleted: deletion started, the children that
+// must go before the Deployments gone, the Deployments terminating, the children that wait for them
+// untouched (children independent of the Deployments may be in either state).
 func midDeletion(t *testing.T, env *harness.Env, s *subject) (bool, string) {
 	t.Helper()
 	var problems []string
@@ -88,10 +89,10 @@ func midDeletion(t *testing.T, env *harness.Env, s *subject) (bool, string) {
 			problems = append(problems, name+": deletion not started")
 		}
 	}
-	held := -1 // the layer of the held Deployments
+	var held reliability.ChildKind // the held Deployments
 	for _, kind := range s.op.Children {
 		if kind.Kind == "Deployment" {
-			held = kind.Layer
+			held = kind
 		}
 	}
 	for _, kind := range s.op.Children {
@@ -110,7 +111,7 @@ func midDeletion(t *testing.T, env *harness.Env, s *subject) (bool, string) {
 			}
 		})
 		switch {
-		case kind.Layer < held:
+		case slices.Contains(held.After, kind.Kind):
 			if n != 0 {
 				problems = append(problems, fmt.Sprintf("%d %ss left", n, kind.Kind))
 			}
@@ -118,7 +119,7 @@ func midDeletion(t *testing.T, env *harness.Env, s *subject) (bool, string) {
 			if terminating != len(s.names) {
 				problems = append(problems, fmt.Sprintf("%d of %d Deployments terminating", terminating, len(s.names)))
 			}
-		default:
+		case slices.Contains(kind.After, "Deployment"):
 			if n != len(s.names) || terminating != 0 {
 				problems = append(problems, fmt.Sprintf("%d %ss (%d terminating), want all %d untouched", n, kind.Kind, terminating, len(s.names)))
 			}

@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"testing"
 
-	"github.com/convergo-dev/convergo/examples/internal/gencheck"
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -14,10 +13,4 @@ func TestMain(m *testing.M) {
 		harness.WithCRDPaths("../../config/crd/bases"),
 		harness.WithSchemeAdders(v1alpha1.AddToScheme),
 	)
-}
-
-// TestGeneratedFilesAreCurrent fails when the committed deepcopy code, CRD or RBAC role differ from what
-// `make generate manifests` produces.
-func TestGeneratedFilesAreCurrent(t *testing.T) {
-	gencheck.Check(t, "memcached")
 }

@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/convergo-dev/convergo/examples/internal/schematest"
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/testing/harness"
+	"github.com/convergo-dev/convergo/testing/schematest"
 )
 
 // validMemcached returns the unstructured content of a valid Memcached that cases modify.

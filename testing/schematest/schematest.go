@@ -32,8 +32,10 @@ func Remove(path string) Mutation {
 // Rejection is a case of ExpectRejected: the mutations that make a valid object invalid, and a part of
 // the error the API server must answer with.
 type Rejection struct {
+	// Mutate are applied in order to the valid object's content.
 	Mutate []Mutation
-	Want   string
+	// Want is a part of the API server's error message, such as the message of the broken CEL rule.
+	Want string
 }
 
 // ExpectRejected runs a subtest per case: it creates in namespace ns, with strict field validation, the
@@ -68,7 +70,7 @@ func CreateAndGet[E any, T interface {
 }](t testing.TB, c client.Client, obj T) T {
 	t.Helper()
 	if err := c.Create(t.Context(), obj, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
-		t.Fatalf("create: %v", err)
+		t.Fatalf("create %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
 	}
 	got := T(new(E))
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), got); err != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // StatusObject is a custom resource whose status holds conditions and a top-level
-// status.observedGeneration, as the examples' Memcached and Welcome do.
+// status.observedGeneration (read by GetObservedGeneration), as a Convergo operator's types do.
 type StatusObject interface {
 	status.Object
 	GetObservedGeneration() int64
@@ -29,6 +29,8 @@ func Condition(obj status.Object, condType string) string {
 // type:
 //
 //	var conditionsAre = optest.ConditionsAre[*v1alpha1.Memcached]
+//
+//	ready := map[string]string{status.Ready: "True/Reconciled", status.Reconciling: "absent", status.Stalled: "absent"}
 //	harness.WaitForObject(t, c, key, mc, optest.Timeout, conditionsAre(ready))
 func ConditionsAre[T StatusObject](want map[string]string) func(T) bool {
 	return func(obj T) bool {
@@ -48,6 +50,8 @@ func ConditionsAre[T StatusObject](want map[string]string) func(T) bool {
 
 // IgnoreConditions returns a cmp option that ignores every field named Conditions or
 // ObservedGeneration, so that a status can be compared without what ConditionsAre checks.
+//
+//	cmp.Diff(v1alpha1.MemcachedStatus{ReadyReplicas: 2}, mc.Status, optest.IgnoreConditions())
 func IgnoreConditions() cmp.Option {
 	return cmp.FilterPath(func(p cmp.Path) bool {
 		switch p.Last().String() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,12 +13,18 @@ import (
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
+// Timeout bounds every wait of this package. It is generous because the machines running integration
+// tests are often loaded; tests may use it for their own waits too.
+const Timeout = 60 * time.Second
+
 // updateAttempts is how many times Update tries before it gives up on conflicts.
 const updateAttempts = 5
 
 // Create creates obj and, at cleanup, deletes it and waits until it is gone. Cleanups run in reverse
 // order, so an operator started before Create still runs then and releases its finalizer. It returns
 // obj, as the API server stored it.
+//
+//	mc := optest.Create(t, env.Client, &v1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}})
 func Create[T client.Object](t testing.TB, c client.Client, obj T) T {
 	t.Helper()
 	if err := c.Create(t.Context(), obj); err != nil {
@@ -62,21 +69,27 @@ func Update[E any, T interface {
 	t.Fatalf("update %s %s: %d conflicts in a row", kindOf(c, obj), obj.GetName(), updateAttempts)
 }
 
-// MergePatch sends patch, a JSON merge patch, for obj; obj then holds what the API server returned.
-func MergePatch(t testing.TB, c client.Client, obj client.Object, patch string) {
+// MergePatch sends patch, a JSON merge patch, for obj (only its name and namespace are needed); obj
+// then holds what the API server returned, which MergePatch also returns, so that it can end a Trigger.
+//
+//	optest.MergePatch(t, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}},
+//		`{"metadata":{"labels":{"example.com/team":"cache"}}}`)
+func MergePatch[T client.Object](t testing.TB, c client.Client, obj T, patch string) T {
 	t.Helper()
 	if err := c.Patch(t.Context(), obj, client.RawPatch(client.Merge.Type(), []byte(patch))); err != nil {
-		t.Fatalf("patch %s: %v", obj.GetName(), err)
+		t.Fatalf("patch %s %s: %v", kindOf(c, obj), client.ObjectKeyFromObject(obj), err)
 	}
+	return obj
 }
 
 // PatchFinalizers replaces the finalizers of obj with finalizers (removes them all when nil) with a merge
-// patch; obj then holds what the API server returned.
+// patch; obj then holds what the API server returned. A test holds an object with a finalizer of its
+// own to see what the operator does while the object is being deleted.
 func PatchFinalizers(t testing.TB, c client.Client, obj client.Object, finalizers []string) {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers}})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("encode the finalizers patch: %v", err)
 	}
 	MergePatch(t, c, obj, string(body))
 }
@@ -87,13 +100,16 @@ func RequireNotDeleting(t testing.TB, c client.Client, key client.ObjectKey, obj
 	t.Helper()
 	for _, obj := range objs {
 		if err := c.Get(t.Context(), key, obj); err != nil || obj.GetDeletionTimestamp() != nil {
-			t.Fatalf("%T deleted too early (get: %v, deletionTimestamp: %v)", obj, err, obj.GetDeletionTimestamp())
+			t.Fatalf("%s %s deleted too early (get: %v, deletionTimestamp: %v)", kindOf(c, obj), key, err, obj.GetDeletionTimestamp())
 		}
 	}
 }
 
-// kindOf names obj's kind for messages: from c's scheme, else obj's Go type.
+// kindOf names obj's kind for messages: from its type meta, else from c's scheme, else its Go type.
 func kindOf(c client.Client, obj client.Object) string {
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != "" {
+		return gvk.Kind
+	}
 	if gvk, err := c.GroupVersionKindFor(obj); err == nil {
 		return gvk.Kind
 	}
