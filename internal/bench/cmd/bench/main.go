@@ -26,6 +26,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/convergo-dev/convergo/reconcile"
 	"maps"
 	"os"
 	"os/signal"
@@ -80,6 +81,12 @@ var implementations = map[string]bench.Implementation{
 			return r.SetupWithManager(mgr)
 		},
 		Description: "internal/bench/baseline, the tutorial way: 1 worker (controller-runtime's default, which tutorials keep)",
+	},
+	// Not measured by default: Convergo's operator with twice its workers, to show what workers change
+	// where the time goes into waiting for the API server (-impl convergo,expert,convergo-8).
+	"convergo-8": {
+		Name: "convergo-8", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(8)), Cache: controller.CacheOptions,
+		Description: "examples/welcome with 8 workers (reconcile.WithMaxConcurrentReconciles(8))",
 	},
 	// Not measured by default: the baseline given as many workers as Convergo's operator, to show
 	// what the workers alone change (-impl convergo,expert,baseline-4).
