@@ -52,7 +52,7 @@ lint: ## gofmt and go vet.
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
-	$(GO) vet -tags chaos ./internal/reliability/chaos/
+	$(GO) vet -tags chaos ./examples/internal/reliability/chaos/
 
 # The library's integration tests carry the build tag "integration": without it, `go test` of a library
 # package runs only its unit tests and needs no control plane (make test-unit).
@@ -70,7 +70,7 @@ test-unit: ## The library's unit tests only: seconds, no control plane built or 
 .PHONY: test-chaos
 test-chaos: $(CONTROLLER_GEN) assets ## Slow fault-injection suites (apiserver kill, etcd pause, manager kill, leader election).
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
-	  $(GO) test -tags chaos -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./internal/reliability/chaos/
+	  $(GO) test -tags chaos -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./examples/internal/reliability/chaos/
 
 FUZZTIME ?= 30s
 .PHONY: fuzz
@@ -86,7 +86,7 @@ demo: assets ## Start a local cluster, run both example operators and show them 
 
 .PHONY: bench
 bench: assets ## Benchmarks: Convergo's Welcome against an expert's and the tutorial way, then the micro-benchmarks (never part of make test).
-	$(GO) run ./internal/bench/cmd/bench $(ARGS)
+	$(GO) run ./bench/cmd/bench $(ARGS)
 	$(MAKE) --no-print-directory bench-micro
 
 .PHONY: bench-micro

@@ -3,7 +3,9 @@ package finalizer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"slices"
 	"strings"
 	"time"
@@ -14,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/internal/kobj"
-	"github.com/convergo-dev/convergo/internal/wait"
 )
 
 // maxAttempts bounds how often a patch whose test operation failed is rebuilt from a fresh read.
@@ -67,37 +68,30 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, name string
 	if err := validate(name); err != nil {
 		return false, err
 	}
-	for attempt := 0; ; attempt++ {
+	added, err = patchWithRetry(ctx, cfg.reader, obj, func(ctx context.Context) (bool, error) {
 		current := obj.GetFinalizers()
 		if slices.Contains(current, name) {
 			return false, nil
 		}
 		if obj.GetDeletionTimestamp() != nil {
-			return false, fmt.Errorf("add finalizer %q to %s: object is being deleted", name, kobj.Describe(obj))
+			return false, errors.New("object is being deleted")
 		}
-		var ops []operation
+		ops := []operation{
+			{Op: "test", Path: "/metadata/finalizers", Value: current},
+			{Op: "add", Path: "/metadata/finalizers/-", Value: name},
+		}
 		if len(current) == 0 {
 			ops = []operation{
 				{Op: "test", Path: "/metadata/finalizers", Value: nil},
 				{Op: "add", Path: "/metadata/finalizers", Value: []string{name}},
 			}
-		} else {
-			ops = []operation{
-				{Op: "test", Path: "/metadata/finalizers", Value: current},
-				{Op: "add", Path: "/metadata/finalizers/-", Value: name},
-			}
 		}
-		err := patch(ctx, c, obj, ops)
-		if err == nil {
-			return true, nil
-		}
-		if !retryable(err) || attempt+1 >= maxAttempts {
-			return false, fmt.Errorf("add finalizer %q to %s: %w", name, kobj.Describe(obj), err)
-		}
-		if err := reread(ctx, cfg.reader, obj, attempt); err != nil {
-			return false, fmt.Errorf("add finalizer %q to %s: %w", name, kobj.Describe(obj), err)
-		}
+		return true, patch(ctx, c, obj, ops)
+	})
+	if err != nil {
+		return false, fmt.Errorf("add finalizer %q to %s: %w", name, kobj.Describe(obj), err)
 	}
+	return added, nil
 }
 
 // Remove deletes the finalizer name from obj and reports whether it removed it. When obj does not list
@@ -109,7 +103,7 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, name string
 // times. obj is updated from the server's answer.
 func Remove(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (removed bool, err error) {
 	cfg := newConfig(c, opts)
-	for attempt := 0; ; attempt++ {
+	removed, err = patchWithRetry(ctx, cfg.reader, obj, func(ctx context.Context) (bool, error) {
 		var ops []operation
 		current := obj.GetFinalizers()
 		for i := len(current) - 1; i >= 0; i-- {
@@ -122,23 +116,15 @@ func Remove(ctx context.Context, c client.Client, obj client.Object, name string
 		if len(ops) == 0 {
 			return false, nil
 		}
-		err := patch(ctx, c, obj, ops)
-		if err == nil {
-			return true, nil
-		}
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if !retryable(err) || attempt+1 >= maxAttempts {
-			return false, fmt.Errorf("remove finalizer %q from %s: %w", name, kobj.Describe(obj), err)
-		}
-		if err := reread(ctx, cfg.reader, obj, attempt); err != nil {
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			return false, fmt.Errorf("remove finalizer %q from %s: %w", name, kobj.Describe(obj), err)
-		}
+		return true, patch(ctx, c, obj, ops)
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil // gone: nothing holds it any more
+	case err != nil:
+		return false, fmt.Errorf("remove finalizer %q from %s: %w", name, kobj.Describe(obj), err)
 	}
+	return removed, nil
 }
 
 // Finalize runs cleanup and removes the finalizer name only once cleanup reports done. It is meant for an
@@ -200,15 +186,42 @@ func retryable(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsConflict(err)
 }
 
-func reread(ctx context.Context, r client.Reader, obj client.Object, attempt int) error {
-	if err := wait.Sleep(ctx, backoff<<attempt); err != nil {
-		return err
+// patchWithRetry runs try, which reports whether it sent a patch and the patch's error. After a
+// retryable error it waits (backoff, doubling each time), re-reads obj through r and runs try again,
+// maxAttempts times at most. It returns whether the last try wrote.
+func patchWithRetry(ctx context.Context, r client.Reader, obj client.Object, try func(context.Context) (bool, error)) (bool, error) {
+	var (
+		wrote    bool
+		attempts int
+		last     error
+	)
+	steps := wait.Backoff{Duration: backoff, Factor: 2, Steps: maxAttempts}
+	err := wait.ExponentialBackoffWithContext(ctx, steps, func(ctx context.Context) (bool, error) {
+		if attempts > 0 {
+			fresh := kobj.NewLike(obj)
+			if err := r.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+				return false, fmt.Errorf("re-read: %w", err)
+			}
+			if err := kobj.CopyInto(obj, fresh); err != nil {
+				return false, err
+			}
+		}
+		attempts++
+		sent, err := try(ctx)
+		switch {
+		case err == nil:
+			wrote = sent
+			return true, nil
+		case retryable(err):
+			last = err
+			return false, nil
+		}
+		return false, err
+	})
+	if wait.Interrupted(err) && last != nil {
+		err = errors.Join(last, ctx.Err())
 	}
-	fresh := kobj.NewLike(obj)
-	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-		return fmt.Errorf("re-read: %w", err)
-	}
-	return kobj.CopyInto(obj, fresh)
+	return wrote, err
 }
 
 // validate rejects names the API server would refuse, before any request: a finalizer is a qualified

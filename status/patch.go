@@ -3,7 +3,9 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"reflect"
 	"slices"
 	"time"
@@ -16,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/internal/kobj"
-	"github.com/convergo-dev/convergo/internal/wait"
 )
 
 // Patcher writes an object's status with a JSON merge patch of the status subresource that holds only
@@ -94,33 +95,48 @@ func (p *Patcher) Patch(ctx context.Context, obj, before client.Object) (bool, e
 		return false, nil
 	}
 	rv := obj.GetResourceVersion()
-	target, body := cur, mergeDiff(old, cur)
-	for attempt := 0; ; attempt++ {
-		err := p.send(ctx, obj, rv, body)
-		if err == nil {
+	body := mergeDiff(old, cur)
+	var (
+		wrote    bool
+		attempts int
+		lastErr  error
+	)
+	// The first attempt goes at once; after a conflict, wait (backoff, doubling), re-read, rebuild.
+	steps := wait.Backoff{Duration: p.backoff, Factor: 2, Steps: p.maxRetries + 1}
+	err = wait.ExponentialBackoffWithContext(ctx, steps, func(ctx context.Context) (bool, error) {
+		if attempts > 0 {
+			fresh := kobj.NewLike(obj)
+			if err := p.reader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+				return false, fmt.Errorf("re-read %s after conflict: %w", kobj.Describe(obj), err)
+			}
+			freshStatus, err := statusMap(fresh)
+			if err != nil {
+				return false, err
+			}
+			body = mergeDiff(freshStatus, d.applyTo(freshStatus))
+			if len(body) == 0 {
+				return true, kobj.CopyInto(obj, fresh) // nothing left to write
+			}
+			rv = fresh.GetResourceVersion()
+		}
+		attempts++
+		lastErr = p.send(ctx, obj, rv, body)
+		switch {
+		case lastErr == nil:
+			wrote = true
 			return true, nil
+		case apierrors.IsConflict(lastErr):
+			return false, nil
 		}
-		if !apierrors.IsConflict(err) || attempt >= p.maxRetries {
-			return false, fmt.Errorf("patch status of %s: %w", kobj.Describe(obj), err)
-		}
-		if err := wait.Sleep(ctx, p.backoff<<attempt); err != nil {
-			return false, fmt.Errorf("patch status of %s: %w", kobj.Describe(obj), err)
-		}
-		fresh := kobj.NewLike(obj)
-		if err := p.reader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-			return false, fmt.Errorf("re-read %s after conflict: %w", kobj.Describe(obj), err)
-		}
-		freshStatus, err := statusMap(fresh)
-		if err != nil {
-			return false, err
-		}
-		target = d.applyTo(freshStatus)
-		body = mergeDiff(freshStatus, target)
-		if len(body) == 0 {
-			return false, kobj.CopyInto(obj, fresh)
-		}
-		rv = fresh.GetResourceVersion()
+		return false, fmt.Errorf("patch status of %s: %w", kobj.Describe(obj), lastErr)
+	})
+	switch {
+	case wait.Interrupted(err) && lastErr != nil:
+		return false, fmt.Errorf("patch status of %s: %w", kobj.Describe(obj), errors.Join(lastErr, ctx.Err()))
+	case err != nil:
+		return false, err
 	}
+	return wrote, nil
 }
 
 func (p *Patcher) send(ctx context.Context, obj client.Object, rv string, status map[string]any) error {

@@ -1,0 +1,283 @@
+// Command bench measures Convergo's Welcome operator against two peers on one full local cluster
+// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes, built from the Go
+// module proxy by testing/assets): the Welcome operator an expert writes by hand with
+// controller-runtime (bench/expert), the yardstick, and one written the way tutorials write
+// operators (bench/baseline). By default it measures convergo, expert and baseline, in that
+// order, and the report divides every other implementation's figures by the expert's.
+//
+//	go run ./bench/cmd/bench                        # N=50, prints a markdown table
+//	go run ./bench/cmd/bench -n 2000 -out bench/results
+//	go run ./bench/cmd/bench -impl convergo,baseline # convergo/baseline ratios, as before the expert
+//	go run ./bench/cmd/bench -impl expert -json
+//
+// For each implementation in turn it measures converge (N Welcomes created at once until all
+// Ready), memory, restart (a fresh manager until every Welcome was reconciled), update
+// (spec.replicas on all N until Ready) and delete (until no Welcome and no child is left), counting
+// the manager's API requests per verb client side; it does so -rounds times (default
+// bench.DefaultRounds, 4; the order of the implementations reversed every other round) and reports
+// the medians. The table goes to stdout (the JSON with -json); with -out both are also written to
+// <dir>/<date>-n<N>.md and .json. Progress goes to stderr.
+//
+// Flags: -n, -rounds, -nodes, -impl, -json, -out, -timeout (per phase), -quiet, -workers, -crd, -v.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"github.com/convergo-dev/convergo/reconcile"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/convergo-dev/convergo/bench"
+	"github.com/convergo-dev/convergo/bench/baseline"
+	"github.com/convergo-dev/convergo/bench/expert"
+	"github.com/convergo-dev/convergo/examples/welcome/controller"
+)
+
+// defaultImplementations is the default of -impl: Convergo first, the expert (the reference of the
+// ratios) in the middle, so that reversing the order every other round keeps it there.
+const defaultImplementations = "convergo,expert,baseline"
+
+// implementations are the operators the bench knows, by name.
+var implementations = map[string]bench.Implementation{
+	"convergo": {
+		Name: "convergo", Setup: controller.SetupWithManager, Cache: controller.CacheOptions,
+		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles), "+
+			"its main's cache options (no managedFields; of the child kinds only Convergo children)",
+			controller.DefaultMaxConcurrentReconciles),
+	},
+	"expert": {
+		Name: "expert",
+		Setup: func(mgr manager.Manager) error {
+			r := &expert.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+			return r.SetupWithManager(mgr)
+		},
+		Cache: expert.CacheOptions,
+		Description: fmt.Sprintf("bench/expert, written by hand the way experts write controller-runtime code: "+
+			"%d workers (expert.DefaultMaxConcurrentReconciles); controllerutil.CreateOrPatch with mutate functions "+
+			"that set only its own fields in place (server defaults kept, no request for an unchanged child); "+
+			"status merge-patched only when it changed; Welcome updates filtered to generation changes; "+
+			"controller references, no finalizer, no events, no requeue; cache without managedFields",
+			expert.DefaultMaxConcurrentReconciles),
+	},
+	"baseline": {
+		Name: "baseline",
+		Setup: func(mgr manager.Manager) error {
+			r := &baseline.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+			return r.SetupWithManager(mgr)
+		},
+		Description: "bench/baseline, the tutorial way: 1 worker (controller-runtime's default, which tutorials keep)",
+	},
+	// Not measured by default: Convergo's operator with twice its workers, to show what workers change
+	// where the time goes into waiting for the API server (-impl convergo,expert,convergo-8).
+	"convergo-8": {
+		Name: "convergo-8", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(8)), Cache: controller.CacheOptions,
+		Description: "examples/welcome with 8 workers (reconcile.WithMaxConcurrentReconciles(8))",
+	},
+	// Not measured by default: the baseline given as many workers as Convergo's operator, to show
+	// what the workers alone change (-impl convergo,expert,baseline-4).
+	"baseline-4": {
+		Name: "baseline-4",
+		Setup: func(mgr manager.Manager) error {
+			r := &baseline.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), MaxConcurrentReconciles: 4}
+			return r.SetupWithManager(mgr)
+		},
+		Description: "bench/baseline with 4 workers",
+	},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// flags are the command-line options.
+type flags struct {
+	n       int
+	nodes   int
+	rounds  int
+	impls   string
+	json    bool
+	out     string
+	timeout time.Duration
+	quiet   time.Duration
+	workers int
+	crd     string
+	verbose bool
+	cpuprof string
+}
+
+func parseFlags(args []string) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&f.n, "n", bench.DefaultN, fmt.Sprintf("number of Welcome objects per implementation (1 to %d)", bench.MaxN))
+	fs.IntVar(&f.rounds, "rounds", bench.DefaultRounds, "how many times each implementation is measured; the report holds the medians")
+	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
+	fs.StringVar(&f.impls, "impl", defaultImplementations, "comma-separated implementations to measure, in order: convergo, expert (hand-written by an expert; "+
+		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers)")
+	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the markdown table")
+	fs.StringVar(&f.out, "out", "", "directory to write <date>-n<N>.md and <date>-n<N>.json to (e.g. bench/results); nothing is written without it")
+	fs.DurationVar(&f.timeout, "timeout", bench.DefaultPhaseTimeout, "how long each phase may take")
+	fs.DurationVar(&f.quiet, "quiet", bench.DefaultQuietPeriod, "how long a manager must be idle before a phase's requests are complete")
+	fs.IntVar(&f.workers, "workers", bench.DefaultWorkers, "concurrent requests of the bench driver")
+	fs.StringVar(&f.crd, "crd", "examples/welcome/config/crd/bases", "directory of the Welcome CRD")
+	fs.BoolVar(&f.verbose, "v", false, "log the managers' info messages, not only their errors")
+	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the bench process (the managers under measurement and the driver) to this file")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return f, nil
+}
+
+// selectImplementations parses the -impl list.
+func selectImplementations(list string) ([]bench.Implementation, error) {
+	var out []bench.Implementation
+	seen := map[string]bool{}
+	for name := range strings.SplitSeq(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" || seen[name] {
+			continue
+		}
+		impl, ok := implementations[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown implementation %q (known: %s)", name, strings.Join(slices.Sorted(maps.Keys(implementations)), ", "))
+		}
+		seen[name] = true
+		out = append(out, impl)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no implementation given")
+	}
+	return out, nil
+}
+
+func run(args []string) int {
+	f, err := parseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 2
+	}
+	impls, err := selectImplementations(f.impls)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: -impl: %v\n", err)
+		return 2
+	}
+
+	progress := stderrLogger(0)
+	managers := stderrLogger(-1) // errors only
+	if f.verbose {
+		managers = stderrLogger(0)
+	}
+	ctrllog.SetLogger(managers)
+
+	if f.cpuprof != "" {
+		stopProfile, err := startCPUProfile(f.cpuprof)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	report, err := bench.Run(ctx, impls,
+		bench.WithN(f.n),
+		bench.WithNodes(f.nodes),
+		bench.WithRounds(f.rounds),
+		bench.WithPhaseTimeout(f.timeout),
+		bench.WithQuietPeriod(f.quiet),
+		bench.WithWorkers(f.workers),
+		bench.WithCRDPaths(f.crd),
+		bench.WithLogger(progress),
+		bench.WithManagerLogger(managers),
+	)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
+	report.Command = strings.TrimSpace("go run ./bench/cmd/bench " + strings.Join(args, " "))
+
+	md := report.Markdown()
+	js, err := report.JSON()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
+	if f.json {
+		os.Stdout.Write(js)
+	} else {
+		fmt.Print(md)
+	}
+	if f.out != "" {
+		if err := write(f.out, report, md, js); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// write stores the markdown and JSON reports in dir as <date>-n<N>.md and .json.
+func write(dir string, report *bench.Report, md string, js []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	base := filepath.Join(dir, bench.ResultName(report))
+	if err := os.WriteFile(base+".md", []byte(md), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.WriteFile(base+".json", js, 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s.md and %s.json\n", base, base)
+	return nil
+}
+
+// stderrLogger logs to stderr up to the given verbosity (-1: errors only).
+func stderrLogger(verbosity int) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		if prefix != "" {
+			fmt.Fprintf(os.Stderr, "%s %s: %s\n", time.Now().Format("15:04:05.000"), prefix, args)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), args)
+	}, funcr.Options{Verbosity: verbosity})
+}
+
+// startCPUProfile starts profiling into path and returns the function that stops and writes it.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start profiling into %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: -cpuprofile: close %s: %v\n", path, err)
+		}
+	}, nil
+}

@@ -1,0 +1,817 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/testing/cluster"
+	"github.com/convergo-dev/convergo/testing/harness"
+)
+
+// Implementation is one Welcome operator under measurement.
+type Implementation struct {
+	// Name labels the implementation's column ("convergo", "baseline").
+	Name string
+	// Setup registers the implementation's controllers with a fresh manager.
+	Setup func(mgr manager.Manager) error
+	// Description says how it is configured (shown in the report), e.g. its number of workers.
+	Description string
+	// Cache, when set, adjusts the manager's cache options (after the bench limits them to the
+	// namespace), as the implementation's main does.
+	Cache func(*cache.Options)
+}
+
+// Defaults of the options.
+const (
+	DefaultN            = 50
+	MaxN                = 2000
+	DefaultPhaseTimeout = 10 * time.Minute
+	DefaultQuietPeriod  = 3 * time.Second
+	// DefaultRounds is even, so that each implementation is measured first as often as the other.
+	DefaultRounds = 4
+	// DefaultWorkers is how many concurrent requests the driver makes to create, update or delete.
+	DefaultWorkers = 16
+)
+
+// pollInterval is how often the driver checks a phase's goal and the manager's activity.
+const pollInterval = 100 * time.Millisecond
+
+// Option configures Run.
+type Option func(*config)
+
+type config struct {
+	n             int
+	nodes         int
+	rounds        int
+	phaseTimeout  time.Duration
+	quiet         time.Duration
+	workers       int
+	crdPaths      []string
+	log           logr.Logger
+	managerLog    logr.Logger
+	clusterOpts   []cluster.Option
+	harnessOpts   []harness.Option
+	startedAt     func() time.Time
+	replicasAfter int32
+}
+
+// WithN sets the number of Welcome objects per implementation (default DefaultN, at most MaxN).
+func WithN(n int) Option { return func(c *config) { c.n = n } }
+
+// WithNodes sets the number of fake nodes; 0 (the default) sizes the cluster for N: at least 3, and
+// room (110 pods a node) for two pods per Welcome.
+func WithNodes(n int) Option { return func(c *config) { c.nodes = n } }
+
+// WithRounds sets how many times each implementation is measured (default DefaultRounds); the
+// order of the implementations alternates between rounds and the report holds the median of each
+// figure.
+func WithRounds(n int) Option { return func(c *config) { c.rounds = n } }
+
+// WithPhaseTimeout bounds each phase (default DefaultPhaseTimeout).
+func WithPhaseTimeout(d time.Duration) Option { return func(c *config) { c.phaseTimeout = d } }
+
+// WithQuietPeriod sets how long a manager must make no request and finish no reconcile before a
+// phase's requests are counted as complete (default DefaultQuietPeriod).
+func WithQuietPeriod(d time.Duration) Option { return func(c *config) { c.quiet = d } }
+
+// WithWorkers sets how many concurrent requests the driver makes (default DefaultWorkers).
+func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
+
+// WithCRDPaths sets where the Welcome CRD is read from (default examples/welcome/config/crd/bases,
+// relative to the working directory).
+func WithCRDPaths(paths ...string) Option { return func(c *config) { c.crdPaths = paths } }
+
+// WithLogger sets the logger for the bench's progress (default: discard).
+func WithLogger(l logr.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithManagerLogger sets the logger of the managers under measurement (default: discard).
+func WithManagerLogger(l logr.Logger) Option { return func(c *config) { c.managerLog = l } }
+
+// WithClusterOptions passes options to the local cluster (testing/cluster), e.g. extra arguments.
+func WithClusterOptions(opts ...cluster.Option) Option {
+	return func(c *config) { c.clusterOpts = append(c.clusterOpts, opts...) }
+}
+
+// WithHarnessOptions passes options to harness.Start, e.g. harness.WithAssetOptions.
+func WithHarnessOptions(opts ...harness.Option) Option {
+	return func(c *config) { c.harnessOpts = append(c.harnessOpts, opts...) }
+}
+
+// NodesFor returns the number of fake nodes the bench uses for n Welcomes: at least 3, and room for
+// two pods per Welcome (the update phase scales to 2 replicas) at 110 pods a node, plus one spare.
+func NodesFor(n int) int {
+	return max(3, (2*n+109)/110+1)
+}
+
+func newConfig(opts []Option) (config, error) {
+	cfg := config{
+		n:             DefaultN,
+		rounds:        DefaultRounds,
+		phaseTimeout:  DefaultPhaseTimeout,
+		quiet:         DefaultQuietPeriod,
+		workers:       DefaultWorkers,
+		crdPaths:      []string{"examples/welcome/config/crd/bases"},
+		log:           logr.Discard(),
+		managerLog:    logr.Discard(),
+		startedAt:     time.Now,
+		replicasAfter: 2,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case cfg.n < 1 || cfg.n > MaxN:
+		return cfg, fmt.Errorf("n must be between 1 and %d, not %d", MaxN, cfg.n)
+	case cfg.rounds < 1:
+		return cfg, fmt.Errorf("rounds must be at least 1, not %d", cfg.rounds)
+	case cfg.nodes < 0:
+		return cfg, fmt.Errorf("nodes must not be negative, not %d", cfg.nodes)
+	case cfg.workers < 1:
+		return cfg, fmt.Errorf("workers must be at least 1, not %d", cfg.workers)
+	}
+	if cfg.nodes == 0 {
+		cfg.nodes = NodesFor(cfg.n)
+	}
+	return cfg, nil
+}
+
+// Run starts one full local cluster (testing/cluster through the harness: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok nodes), installs the Welcome CRD, waits until the
+// garbage collector knows the Welcome kind (see warmUp), and measures each implementation in turn, in
+// its own namespace, with its own manager whose requests a harness.RequestCounter records. Each
+// measurement first primes the manager with one Welcome created, converged and deleted, then runs:
+//
+//   - converge: N Welcomes created at once, until all are Ready (Ready=True for their generation);
+//   - memory: the manager's heap with the N converged objects, less the heap before they existed;
+//   - restart: the manager replaced by a fresh one (fresh cache), until every Welcome was reconciled;
+//   - update: spec.replicas set to 2 on every Welcome, until all are Ready again;
+//   - delete: every Welcome deleted, until no Welcome and no ConfigMap, Deployment or Service of one
+//     is left.
+//
+// Requests are counted until the manager has been quiet (no request, no reconcile) for the quiet
+// period. The driver's own requests go through an uncounted client. The measurements are repeated
+// for the configured number of rounds, the order of the implementations alternating, and the
+// report's Results hold the median of every figure (Runs holds each measurement).
+func Run(ctx context.Context, impls []Implementation, opts ...Option) (*Report, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if len(impls) == 0 {
+		return nil, errors.New("bench: no implementation to measure")
+	}
+	report := &Report{N: cfg.n, Nodes: cfg.nodes, Rounds: cfg.rounds, Started: cfg.startedAt(), GoVersion: runtime.Version()}
+
+	cfg.log.Info("starting the local cluster", "nodes", cfg.nodes)
+	hopts := append([]harness.Option{
+		harness.WithFullCluster(append([]cluster.Option{cluster.WithNodes(cfg.nodes)}, cfg.clusterOpts...)...),
+		harness.WithCRDPaths(cfg.crdPaths...),
+		harness.WithSchemeAdders(v1alpha1.AddToScheme),
+	}, cfg.harnessOpts...)
+	env, err := harness.Start(ctx, hopts...)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			cfg.log.Error(err, "stop the local cluster")
+		}
+	}()
+
+	begin := time.Now()
+	cfg.log.Info("warming up: a batch of Deployments made by hand, and the garbage collector knowing Welcomes", "batch", min(cfg.n, maxWarmUpBatch))
+	if err := warmUp(ctx, env, cfg.n, cfg.phaseTimeout); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	cfg.log.Info("warmed up", "after", since(begin))
+
+	runs := map[string][]Result{}
+	for round := 1; round <= cfg.rounds; round++ {
+		order := slices.Clone(impls)
+		if round%2 == 0 {
+			slices.Reverse(order) // alternate, so that no implementation always runs on a fresher cluster
+		}
+		for _, impl := range order {
+			res, err := runImplementation(ctx, env, impl, round, &cfg)
+			if err != nil {
+				if tails := env.LogTails(20); tails != "" {
+					cfg.log.Info("control-plane logs", "tails", tails)
+				}
+				return nil, fmt.Errorf("bench %s, round %d: %w", impl.Name, round, err)
+			}
+			report.Runs = append(report.Runs, *res)
+			runs[impl.Name] = append(runs[impl.Name], *res)
+		}
+	}
+	for _, impl := range impls {
+		report.Results = append(report.Results, Median(runs[impl.Name]))
+	}
+	return report, nil
+}
+
+// run is the state of one implementation's measurement.
+type run struct {
+	cfg     *config
+	env     *harness.Env
+	impl    Implementation
+	ns      string
+	counter *harness.RequestCounter
+	latency *latencies
+	mgr     *runningManager
+	log     logr.Logger
+	names   []string
+}
+
+func runImplementation(ctx context.Context, env *harness.Env, impl Implementation, round int, cfg *config) (*Result, error) {
+	r := &run{
+		cfg: cfg, env: env, impl: impl,
+		ns:      fmt.Sprintf("bench-%s-%d", impl.Name, round),
+		counter: harness.NewRequestCounter(),
+		latency: newLatencies(),
+		log:     cfg.log.WithValues("implementation", impl.Name, "round", round),
+	}
+	for i := range cfg.n {
+		r.names = append(r.names, fmt.Sprintf("welcome-%04d", i))
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		return nil, fmt.Errorf("create namespace %s: %w", r.ns, err)
+	}
+	defer r.deleteNamespace()
+
+	var err error
+	if r.mgr, err = r.startManager(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r.mgr != nil {
+			r.mgr.stop()
+		}
+	}()
+
+	// One Welcome created, converged and deleted before measuring: what the implementation initialises
+	// lazily (clients, caches, event broadcasters, reflection caches) then weighs on the heap of both
+	// memory measurements, and its first requests do not slow down the converge phase.
+	if err := r.prime(ctx); err != nil {
+		return nil, fmt.Errorf("prime: %w", err)
+	}
+	res := &Result{Implementation: impl.Name, Description: impl.Description, Round: round}
+	r.counter.Reset()
+	heapBefore := heap()
+
+	if res.Converge, err = r.converge(ctx); err != nil {
+		return nil, fmt.Errorf("converge: %w", err)
+	}
+	r.counter.Reset() // the recorded requests would count as the manager's heap
+	heapAfter := heap()
+	res.Memory = Memory{
+		HeapInuseBytes: int64(heapAfter.HeapInuse) - int64(heapBefore.HeapInuse),
+		HeapAllocBytes: int64(heapAfter.HeapAlloc) - int64(heapBefore.HeapAlloc),
+	}
+	r.log.Info("memory", "heapInusePerCR", res.Memory.HeapInuseBytes/int64(cfg.n), "heapAllocPerCR", res.Memory.HeapAllocBytes/int64(cfg.n))
+	if res.Memory.ForeignBytes, res.Memory.ForeignObjects, err = r.foreign(ctx, heapAfter); err != nil {
+		return nil, fmt.Errorf("foreign objects: %w", err)
+	}
+	r.log.Info("memory", "foreignBytesPerObject", int64(res.Memory.ForeignBytes))
+
+	if res.Restart, err = r.restart(ctx); err != nil {
+		return nil, fmt.Errorf("restart: %w", err)
+	}
+	if res.Update, err = r.update(ctx); err != nil {
+		return nil, fmt.Errorf("update: %w", err)
+	}
+	if res.Delete, err = r.delete(ctx); err != nil {
+		return nil, fmt.Errorf("delete: %w", err)
+	}
+	return res, nil
+}
+
+// prime creates one Welcome, waits until it is Ready, deletes it and waits until it and its children
+// are gone, through the driver's uncounted client.
+func (r *run) prime(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout)
+	defer cancel()
+	c := r.env.Client
+	w := &v1alpha1.Welcome{
+		ObjectMeta: metav1.ObjectMeta{Name: "prime", Namespace: r.ns},
+		Spec:       v1alpha1.WelcomeSpec{Name: "Prime"},
+	}
+	if err := c.Create(ctx, w); err != nil {
+		return fmt.Errorf("create welcome: %w", err)
+	}
+	key := client.ObjectKeyFromObject(w)
+	if err := poll(ctx, func() (bool, error) {
+		if err := c.Get(ctx, key, w); err != nil {
+			return false, err
+		}
+		return isReady(w, 0), nil
+	}); err != nil {
+		return fmt.Errorf("wait until ready (last seen: %s): %w", conditionsOf(w), err)
+	}
+	if err := c.Delete(ctx, w); err != nil {
+		return fmt.Errorf("delete welcome: %w", err)
+	}
+	for _, obj := range []client.Object{w, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
+		if err := poll(ctx, func() (bool, error) {
+			err := c.Get(ctx, key, obj)
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		}); err != nil {
+			return fmt.Errorf("wait until %T %s is gone: %w", obj, key, err)
+		}
+	}
+	return nil
+}
+
+// converge creates the N Welcomes at once and waits until all are Ready.
+func (r *run) converge(ctx context.Context) (Phase, error) {
+	v, err := newView(ctx, r.env.Config, r.env.Scheme, r.ns)
+	if err != nil {
+		return Phase{}, err
+	}
+	defer v.stop()
+	p, err := r.measure(ctx, "converge", func() error {
+		return r.forEach(ctx, func(name string) error {
+			w := &v1alpha1.Welcome{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns},
+				Spec:       v1alpha1.WelcomeSpec{Name: "User " + strings.TrimPrefix(name, "welcome-")},
+			}
+			if err := r.env.Client.Create(ctx, w); err != nil {
+				return fmt.Errorf("create welcome %s: %w", name, err)
+			}
+			return nil
+		})
+	}, r.allReady(v, nil))
+	return p, err
+}
+
+// restart replaces the manager by a fresh one and waits until every Welcome was reconciled again.
+func (r *run) restart(ctx context.Context) (Phase, error) {
+	r.mgr.stop()
+	r.mgr = nil
+	var base int
+	p, err := r.measure(ctx, "restart", func() error {
+		var err error
+		if base, err = reconcileCount(); err != nil {
+			return err
+		}
+		r.mgr, err = r.startManager(ctx)
+		return err
+	}, func(ctx context.Context) (bool, string, error) {
+		n, err := reconcileCount()
+		if err != nil {
+			return false, "", err
+		}
+		return n-base >= r.cfg.n, fmt.Sprintf("%d/%d reconciled", n-base, r.cfg.n), nil
+	})
+	return p, err
+}
+
+// update sets spec.replicas on every Welcome and waits until all are Ready for the new generation.
+func (r *run) update(ctx context.Context) (Phase, error) {
+	v, err := newView(ctx, r.env.Config, r.env.Scheme, r.ns)
+	if err != nil {
+		return Phase{}, err
+	}
+	defer v.stop()
+	var mu sync.Mutex
+	generations := map[string]int64{}
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, r.cfg.replicasAfter)
+	p, err := r.measure(ctx, "update", func() error {
+		return r.forEach(ctx, func(name string) error {
+			w := &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns}}
+			if err := r.env.Client.Patch(ctx, w, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				return fmt.Errorf("patch welcome %s: %w", name, err)
+			}
+			mu.Lock()
+			generations[name] = w.Generation
+			mu.Unlock()
+			return nil
+		})
+	}, r.allReady(v, func(name string) int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return generations[name]
+	}))
+	return p, err
+}
+
+// delete deletes every Welcome and waits until neither Welcomes nor their children are left.
+func (r *run) delete(ctx context.Context) (Phase, error) {
+	v, err := newView(ctx, r.env.Config, r.env.Scheme, r.ns)
+	if err != nil {
+		return Phase{}, err
+	}
+	defer v.stop()
+	return r.measure(ctx, "delete", func() error {
+		return r.forEach(ctx, func(name string) error {
+			w := &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns}}
+			if err := r.env.Client.Delete(ctx, w); err != nil {
+				return fmt.Errorf("delete welcome %s: %w", name, err)
+			}
+			return nil
+		})
+	}, func(ctx context.Context) (bool, string, error) {
+		ws, err := v.welcomes(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		children, err := v.children(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		return len(ws) == 0 && children == 0, fmt.Sprintf("%d welcomes and %d children left", len(ws), children), nil
+	})
+}
+
+// goal reports whether a phase reached its goal, and a description of the state for progress and
+// timeout messages.
+type goal func(ctx context.Context) (done bool, state string, err error)
+
+// allReady returns the goal "every Welcome Ready", with minGeneration giving the generation each must
+// have reached (nil: any).
+func (r *run) allReady(v *view, minGeneration func(name string) int64) goal {
+	return func(ctx context.Context) (bool, string, error) {
+		ws, err := v.welcomes(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		ready := 0
+		var notReady *v1alpha1.Welcome
+		for i := range ws {
+			var minGen int64
+			if minGeneration != nil {
+				minGen = minGeneration(ws[i].Name)
+			}
+			if isReady(&ws[i], minGen) {
+				ready++
+			} else if notReady == nil {
+				notReady = &ws[i]
+			}
+		}
+		state := fmt.Sprintf("%d/%d Ready", ready, r.cfg.n)
+		if notReady != nil {
+			state += fmt.Sprintf("; e.g. %s generation %d: %s", notReady.Name, notReady.Generation, conditionsOf(notReady))
+		}
+		return ready == r.cfg.n, state, nil
+	}
+}
+
+func conditionsOf(w *v1alpha1.Welcome) string {
+	var parts []string
+	for _, c := range w.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s (%s, generation %d)", c.Type, c.Status, c.Reason, c.ObservedGeneration))
+	}
+	if len(parts) == 0 {
+		return "no conditions"
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// measure runs one phase: it resets the counter, runs act, waits until reached reports the goal, then
+// until the manager is quiet, and summarizes the requests recorded meanwhile.
+func (r *run) measure(ctx context.Context, name string, act func() error, reached goal) (Phase, error) {
+	log := r.log.WithValues("phase", name)
+	r.counter.Reset()
+	r.latency.reset()
+	recBefore, err := reconciles()
+	if err != nil {
+		return Phase{}, err
+	}
+	cpuBefore := r.serverCPU()
+	start := time.Now()
+	if err := act(); err != nil {
+		return Phase{}, err
+	}
+	log.Info("started", "after", since(start))
+
+	deadline := start.Add(r.cfg.phaseTimeout)
+	lastLog := time.Now()
+	err = poll(ctx, func() (bool, error) {
+		if err := r.mgr.failed(); err != nil {
+			return false, err
+		}
+		done, state, err := reached(ctx)
+		if err != nil || done {
+			return done, err
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("goal not reached within %s: %s", r.cfg.phaseTimeout, state)
+		}
+		if time.Since(lastLog) >= 10*time.Second {
+			log.Info("waiting", "state", state, "after", since(start))
+			lastLog = time.Now()
+		}
+		return false, nil
+	})
+	if err != nil {
+		return Phase{}, err
+	}
+	elapsed := time.Since(start)
+	log.Info("goal reached", "after", since(start))
+
+	last, err := r.settle(ctx, time.Now(), deadline)
+	if err != nil {
+		return Phase{}, err
+	}
+	recAfter, err := reconciles()
+	if err != nil {
+		return Phase{}, err
+	}
+	reqs := r.counter.Snapshot()
+	p := NewPhase(reqs, elapsed, max(last.Sub(start), elapsed), recAfter.count-recBefore.count)
+	p.ReconcileSeconds = recAfter.seconds - recBefore.seconds
+	p.MeanLatencySeconds = r.latency.means()
+	p.ServerCPUSeconds = cpuSince(cpuBefore, r.serverCPU())
+	log.Info("settled", "after", p.SettledSeconds, "requests", p.Requests, "writes", p.WriteCount(), "reconciles", p.Reconciles)
+	return p, nil
+}
+
+// serverCPU reads the CPU time of the serverComponents; a component it cannot read is left out
+// (a cluster without process access, a component restarted by a fault).
+func (r *run) serverCPU() map[string]time.Duration {
+	c := r.env.Cluster()
+	if c == nil {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for _, comp := range serverComponents {
+		if d, err := c.CPUTime(cluster.Component(comp)); err == nil {
+			out[comp] = d
+		}
+	}
+	return out
+}
+
+// cpuSince returns the CPU seconds used between two serverCPU readings, per component read both
+// times (nil when none was).
+func cpuSince(before, after map[string]time.Duration) map[string]float64 {
+	var out map[string]float64
+	for comp, b := range before {
+		a, ok := after[comp]
+		if !ok || a < b {
+			continue // restarted in between: no figure rather than a wrong one
+		}
+		if out == nil {
+			out = map[string]float64{}
+		}
+		out[comp] = (a - b).Seconds()
+	}
+	return out
+}
+
+// settle waits until the manager has made no request and finished no reconcile for the quiet period
+// and returns when it was last seen active (from, if never after it).
+func (r *run) settle(ctx context.Context, from, deadline time.Time) (time.Time, error) {
+	last := from
+	reqs := len(r.counter.Snapshot())
+	recs, err := reconcileCount()
+	if err != nil {
+		return last, err
+	}
+	err = poll(ctx, func() (bool, error) {
+		if time.Since(last) >= r.cfg.quiet {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("manager still busy at the phase deadline (%d requests so far)", reqs)
+		}
+		nreqs := len(r.counter.Snapshot())
+		nrecs, err := reconcileCount()
+		if err != nil {
+			return false, err
+		}
+		if nreqs != reqs || nrecs != recs {
+			reqs, recs, last = nreqs, nrecs, time.Now()
+		}
+		return false, nil
+	})
+	if err != nil {
+		return last, err
+	}
+	return last, nil
+}
+
+// forEach calls f for every Welcome name from the configured number of workers and returns the
+// first error.
+func (r *run) forEach(ctx context.Context, f func(name string) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	names := make(chan string)
+	errs := make(chan error, r.cfg.workers)
+	var wg sync.WaitGroup
+	for range min(r.cfg.workers, len(r.names)) {
+		wg.Go(func() {
+			for name := range names {
+				if err := f(name); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		})
+	}
+feed:
+	for _, name := range r.names {
+		select {
+		case names <- name:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(names)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// runningManager is a started manager under measurement.
+type runningManager struct {
+	// client is the manager's client (reads from its cache).
+	client client.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// startManager starts a manager for the implementation: its config counted by r.counter, its cache
+// limited to the namespace, metrics and health endpoints off. It returns once the Welcome informer has
+// synced.
+func (r *run) startManager(ctx context.Context) (*runningManager, error) {
+	opts := manager.Options{
+		Scheme:                 r.env.Scheme,
+		Logger:                 r.cfg.managerLog.WithValues("implementation", r.impl.Name),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{r.ns: {}}},
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	}
+	if r.impl.Cache != nil {
+		r.impl.Cache(&opts.Cache)
+	}
+	mgr, err := manager.New(r.latency.wrap(r.counter.Wrap(r.env.Config)), opts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := r.impl.Setup(mgr); err != nil {
+		return nil, fmt.Errorf("set up %s: %w", r.impl.Name, err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	m := &runningManager{client: mgr.GetClient(), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		m.err = mgr.Start(mctx)
+	}()
+	syncCtx, syncCancel := context.WithTimeout(mctx, r.cfg.phaseTimeout)
+	defer syncCancel()
+	synced := mgr.GetCache().WaitForCacheSync(syncCtx)
+	if synced {
+		_, err = mgr.GetCache().GetInformer(syncCtx, &v1alpha1.Welcome{})
+	}
+	if !synced || err != nil {
+		m.stop()
+		return nil, fmt.Errorf("manager cache did not sync (manager error: %v, informer error: %v)", m.err, err)
+	}
+	return m, nil
+}
+
+// failed returns an error if the manager has stopped on its own; nil while it runs (or for no
+// manager, between the two of a restart).
+func (m *runningManager) failed() error {
+	if m == nil {
+		return nil
+	}
+	select {
+	case <-m.done:
+		return fmt.Errorf("manager stopped: %v", m.err)
+	default:
+		return nil
+	}
+}
+
+// stop stops the manager and waits for it.
+func (m *runningManager) stop() {
+	m.cancel()
+	<-m.done
+}
+
+// deleteNamespace deletes the implementation's namespace and waits until it is gone, so that the
+// next implementation does not share the cluster with the garbage collection of this one's.
+func (r *run) deleteNamespace() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.phaseTimeout)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}
+	if err := r.env.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+		r.log.Error(err, "delete namespace", "namespace", r.ns)
+		return
+	}
+	err := poll(ctx, func() (bool, error) {
+		return apierrors.IsNotFound(r.env.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns)), nil
+	})
+	if err != nil {
+		r.log.Info("namespace still being deleted", "namespace", r.ns)
+	}
+}
+
+// heap returns the memory statistics after a full garbage collection.
+func heap() runtime.MemStats {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m
+}
+
+func since(t time.Time) string { return time.Since(t).Round(time.Millisecond).String() }
+
+// foreignPerCR is how many objects that are not the implementation's the memory measurement creates per
+// CR: ConfigMaps of the size of a Welcome's page, and a few Deployments and Services.
+const foreignPerCR = 10
+
+// foreign creates foreignPerCR * N ConfigMaps, Deployments and Services in the namespace with another
+// field manager (children of no Welcome), waits until the manager's informers have delivered them, and
+// returns the growth of the live heap since heapAfter per object. A marker ConfigMap created last
+// carries Convergo's tracking label, so that every implementation's cache shows it, filtered or not:
+// once it is there, the watch has delivered everything created before it. The objects are removed
+// before it returns.
+func (r *run) foreign(ctx context.Context, heapAfter runtime.MemStats) (float64, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout)
+	defer cancel()
+	c := r.env.Client
+	count := foreignPerCR * r.cfg.n
+	sel := map[string]string{"bench.convergo.dev/foreign": "true"}
+	defer func() {
+		for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
+			_ = c.DeleteAllOf(context.Background(), obj, client.InNamespace(r.ns), client.MatchingLabels(sel))
+		}
+	}()
+	page := strings.Repeat("x", 2000)
+	for i := range count {
+		name := fmt.Sprintf("foreign-%d", i)
+		meta := metav1.ObjectMeta{Name: name, Namespace: r.ns, Labels: sel}
+		var obj client.Object
+		switch i % 10 {
+		case 0:
+			d := &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](0),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"foreign": name}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"foreign": name}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/foreign:1"}}},
+				},
+			}}
+			obj = d
+		case 1:
+			obj = &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
+				Selector: map[string]string{"foreign": name}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		default:
+			obj = &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"page.html": page}}
+		}
+		if err := c.Create(ctx, obj, client.FieldOwner("someone-else")); err != nil {
+			return 0, 0, fmt.Errorf("create %s: %w", name, err)
+		}
+	}
+	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "foreign-marker", Namespace: r.ns,
+		Labels: map[string]string{"bench.convergo.dev/foreign": "true", ownership.LabelOwnerUID: "none"}}}
+	if err := c.Create(ctx, marker, client.FieldOwner("someone-else")); err != nil {
+		return 0, 0, fmt.Errorf("create marker: %w", err)
+	}
+	reader := r.mgr.client
+	if err := poll(ctx, func() (bool, error) {
+		err := reader.Get(ctx, client.ObjectKeyFromObject(marker), &corev1.ConfigMap{})
+		return err == nil, client.IgnoreNotFound(err)
+	}); err != nil {
+		return 0, 0, fmt.Errorf("wait for the marker in the manager's cache: %w", err)
+	}
+	r.counter.Reset()
+	grown := heap()
+	return float64(int64(grown.HeapAlloc)-int64(heapAfter.HeapAlloc)) / float64(count), count, nil
+}

@@ -1,0 +1,124 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/testing/harness"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// maxWarmUpBatch bounds the Welcomes warmUp creates.
+const maxWarmUpBatch = 100
+
+// warmUp readies the fresh cluster for fair measurements, with no operator running, so that neither
+// implementation pays for a cold cluster. The garbage collector learns about new kinds (the Welcome
+// CRD) only when it next syncs with discovery, every 30 seconds; until then it cannot tell whether a
+// child's owner is gone, which would slow down the first delete phase of an implementation that
+// relies on it. And the first burst of Deployments and pods is slower than the next ones (caches and
+// heaps of the control plane grow). warmUp therefore creates batch Welcomes (at most
+// maxWarmUpBatch), each owning a ConfigMap and a one-pod Deployment made by hand, waits until every
+// Deployment is available (the deployment controller, scheduler and kwok at work), deletes the
+// Welcomes and waits until the garbage collector has removed every child.
+func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := env.Client
+	batch = min(max(batch, 1), maxWarmUpBatch)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-warmup"}}
+	if err := c.Create(ctx, ns); err != nil {
+		return fmt.Errorf("warm up: create namespace: %w", err)
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "warmup"}
+	var owners []*v1alpha1.Welcome
+	for i := range batch {
+		owner, err := warmUpObjects(ctx, env, ns.Name, fmt.Sprintf("warmup-%03d", i), labels)
+		if err != nil {
+			return fmt.Errorf("warm up: %w", err)
+		}
+		owners = append(owners, owner)
+	}
+	if err := poll(ctx, func() (bool, error) {
+		var list appsv1.DeploymentList
+		if err := c.List(ctx, &list, client.InNamespace(ns.Name)); err != nil {
+			return false, err
+		}
+		available := 0
+		for _, d := range list.Items {
+			if d.Status.AvailableReplicas == 1 {
+				available++
+			}
+		}
+		return available == batch, nil
+	}); err != nil {
+		return fmt.Errorf("warm up: wait for the deployments to be available: %w", err)
+	}
+	for _, owner := range owners {
+		if err := c.Delete(ctx, owner); err != nil {
+			return fmt.Errorf("warm up: delete welcome %s: %w", owner.Name, err)
+		}
+	}
+	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}} {
+		if err := poll(ctx, func() (bool, error) {
+			if err := c.List(ctx, list, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
+				return false, err
+			}
+			return meta.LenList(list) == 0, nil
+		}); err != nil {
+			return fmt.Errorf("warm up: wait for the garbage collector to delete %T: %w", list, err)
+		}
+	}
+	if err := c.Delete(ctx, ns); err != nil {
+		return fmt.Errorf("warm up: delete namespace: %w", err)
+	}
+	return nil
+}
+
+// warmUpObjects creates a Welcome and, owned by it, a ConfigMap and a one-pod Deployment.
+func warmUpObjects(ctx context.Context, env *harness.Env, ns, name string, labels map[string]string) (*v1alpha1.Welcome, error) {
+	c := env.Client
+	owner := &v1alpha1.Welcome{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       v1alpha1.WelcomeSpec{Name: "Warm-up"},
+	}
+	if err := c.Create(ctx, owner); err != nil {
+		return nil, fmt.Errorf("create welcome %s: %w", name, err)
+	}
+	podLabels := map[string]string{"app.kubernetes.io/name": "warmup", "app.kubernetes.io/instance": name}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: v1alpha1.DefaultImage}}},
+			},
+		},
+	}
+	for _, child := range []client.Object{cm, dep} {
+		if err := controllerutil.SetControllerReference(owner, child, env.Scheme); err != nil {
+			return nil, err
+		}
+		if err := c.Create(ctx, child); err != nil {
+			return nil, fmt.Errorf("create %T %s: %w", child, name, err)
+		}
+	}
+	return owner, nil
+}
+
+// poll calls check at once and then every pollInterval until it reports done, fails, or ctx ends.
+func poll(ctx context.Context, check func() (bool, error)) error {
+	return wait.PollUntilContextCancel(ctx, pollInterval, true, func(context.Context) (bool, error) { return check() })
+}
