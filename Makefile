@@ -56,7 +56,7 @@ lint: ## gofmt and go vet.
 
 # The library's integration tests carry the build tag "integration": without it, `go test` of a library
 # package runs only its unit tests and needs no control plane (make test-unit).
-LIBRARY_PKGS  := ./reconcile/ ./status/ ./finalizer/ ./ownership/ ./builders/
+LIBRARY_PKGS  := ./reconcile/ ./status/ ./finalizer/ ./ownership/ ./builders/ ./sharding/
 
 .PHONY: test
 test: $(CONTROLLER_GEN) assets ## Install what is needed and run every test against a real API server.

@@ -1,0 +1,262 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Labels of a ring's Leases.
+const (
+	// RingLabel names the ring a Lease belongs to; a Member lists its ring's Leases by it.
+	RingLabel = "sharding.convergo.dev/ring"
+	// MemberLabel names the member a Lease belongs to.
+	MemberLabel = "sharding.convergo.dev/member"
+)
+
+// fencedPrefix starts the holderIdentity a survivor writes into the Lease of a member it declared
+// dead: "fenced-by-<survivor>".
+const fencedPrefix = "fenced-by-"
+
+// Defaults of a Member's timing: client-go's leader election values.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// MemberOption configures NewMember.
+type MemberOption func(*memberConfig)
+
+type memberConfig struct {
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+	clock                                     clock.WithTicker
+}
+
+// WithLeaseTimings sets how long a Lease holds without renewal (leaseDuration), how long the member
+// keeps writing after its last successful renewal (renewDeadline, shorter than leaseDuration so that
+// it stops before anyone may take over) and how often it renews (retryPeriod). Defaults: 15 s, 10 s
+// and 2 s, as client-go's leader election.
+func WithLeaseTimings(leaseDuration, renewDeadline, retryPeriod time.Duration) MemberOption {
+	return func(c *memberConfig) {
+		c.leaseDuration, c.renewDeadline, c.retryPeriod = leaseDuration, renewDeadline, retryPeriod
+	}
+}
+
+// WithClock replaces the real clock (for tests of the timing rules).
+func WithClock(clk clock.WithTicker) MemberOption { return func(c *memberConfig) { c.clock = clk } }
+
+// Member is one replica's membership of a ring. It holds the Lease "<ring>-<name>" in its namespace,
+// labelled with the ring and the member, renews it every retry period, and reads the ring's other
+// Leases to know who is live:
+//
+//   - a member is live while this replica has seen its Lease renewed within the lease duration, as
+//     measured by this replica's own clock (client-go's rule, which tolerates clock skew);
+//   - a member is gone once it released its Lease (graceful stop) or a survivor fenced it: Fence
+//     writes "fenced-by-<survivor>" under a resourceVersion precondition, so exactly one survivor wins;
+//   - CanWrite turns false once the last successful renewal is older than the renew deadline, before
+//     any other member may consider this one dead.
+//
+// A Member is a controller-runtime Runnable (mgr.Add(member)) and safe for concurrent use.
+type Member struct {
+	c         client.Client
+	ring      string
+	name      string
+	namespace string
+	cfg       memberConfig
+
+	mu        sync.Mutex
+	lastRenew time.Time // when the last successful renewal was sent; zero: not holding
+	seen      map[string]observation
+}
+
+// observation is what this replica last saw of a member's Lease, and when it saw it change.
+type observation struct {
+	resourceVersion string
+	holder          string
+	changed         time.Time
+}
+
+// NewMember returns the member name of ring, whose Lease lives in namespace; c reads and writes
+// Leases (the manager's client, or one that reads from the API server).
+func NewMember(c client.Client, ring, name, namespace string, opts ...MemberOption) *Member {
+	cfg := memberConfig{leaseDuration: DefaultLeaseDuration, renewDeadline: DefaultRenewDeadline, retryPeriod: DefaultRetryPeriod, clock: clock.RealClock{}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Member{c: c, ring: ring, name: name, namespace: namespace, cfg: cfg, seen: map[string]observation{}}
+}
+
+// Name returns the member's name.
+func (m *Member) Name() string { return m.name }
+
+// LeaseName returns the name of the member's Lease.
+func (m *Member) LeaseName() string { return m.ring + "-" + m.name }
+
+// Start renews the member's Lease every retry period until ctx ends, then releases it (an empty
+// holder, so that the others stop counting the member at once).
+func (m *Member) Start(ctx context.Context) error {
+	tick := m.cfg.clock.NewTicker(m.cfg.retryPeriod)
+	defer tick.Stop()
+	for {
+		_ = m.Renew(ctx) // a failed renewal is retried; CanWrite tells the writers
+		select {
+		case <-ctx.Done():
+			return m.release()
+		case <-tick.C():
+		}
+	}
+}
+
+// Renew takes or renews the member's Lease once. A Lease another survivor fenced is taken back: the
+// member rejoins as a new incarnation (leaseTransitions counts them).
+func (m *Member) Renew(ctx context.Context) error {
+	sent := m.cfg.clock.Now()
+	lease := &coordinationv1.Lease{}
+	err := m.c.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: m.LeaseName()}, lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = m.newLease(sent)
+		if err := m.c.Create(ctx, lease); err != nil {
+			return fmt.Errorf("create lease %s/%s: %w", m.namespace, m.LeaseName(), err)
+		}
+	case err != nil:
+		return fmt.Errorf("read lease %s/%s: %w", m.namespace, m.LeaseName(), err)
+	default:
+		if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); holder != m.name {
+			lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+			lease.Spec.AcquireTime = &metav1.MicroTime{Time: sent}
+		}
+		lease.Spec.HolderIdentity = ptr.To(m.name)
+		lease.Spec.LeaseDurationSeconds = ptr.To(int32(m.cfg.leaseDuration / time.Second))
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: sent}
+		if err := m.c.Update(ctx, lease); err != nil { // resourceVersion precondition
+			return fmt.Errorf("renew lease %s/%s: %w", m.namespace, m.LeaseName(), err)
+		}
+	}
+	m.mu.Lock()
+	m.lastRenew = sent
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *Member) newLease(now time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: m.LeaseName(), Namespace: m.namespace,
+			Labels: map[string]string{RingLabel: m.ring, MemberLabel: m.name},
+		},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(m.name),
+			LeaseDurationSeconds: ptr.To(int32(m.cfg.leaseDuration / time.Second)),
+			AcquireTime:          &metav1.MicroTime{Time: now},
+			RenewTime:            &metav1.MicroTime{Time: now},
+			LeaseTransitions:     ptr.To[int32](0),
+		},
+	}
+}
+
+// release empties the Lease's holder if this member still holds it.
+func (m *Member) release() error {
+	m.mu.Lock()
+	m.lastRenew = time.Time{}
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.retryPeriod)
+	defer cancel()
+	lease := &coordinationv1.Lease{}
+	if err := m.c.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: m.LeaseName()}, lease); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if ptr.Deref(lease.Spec.HolderIdentity, "") != m.name {
+		return nil
+	}
+	lease.Spec.HolderIdentity = ptr.To("")
+	if err := m.c.Update(ctx, lease); err != nil {
+		return fmt.Errorf("release lease %s/%s: %w", m.namespace, m.LeaseName(), err)
+	}
+	return nil
+}
+
+// CanWrite reports whether the member may write: its last successful renewal is more recent than the
+// renew deadline. Every write of a sharded controller checks it first.
+func (m *Member) CanWrite() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.lastRenew.IsZero() && m.cfg.clock.Since(m.lastRenew) < m.cfg.renewDeadline
+}
+
+// Observe reads the ring's Leases and returns the live members (this one included while it holds
+// its Lease) and the members whose Lease expired by this replica's clock and that nobody fenced yet.
+func (m *Member) Observe(ctx context.Context) (live, expired []string, err error) {
+	var leases coordinationv1.LeaseList
+	if err := m.c.List(ctx, &leases, client.InNamespace(m.namespace), client.MatchingLabels{RingLabel: m.ring}); err != nil {
+		return nil, nil, fmt.Errorf("list the leases of ring %s: %w", m.ring, err)
+	}
+	now := m.cfg.clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, l := range leases.Items {
+		name := l.Labels[MemberLabel]
+		holder := ptr.Deref(l.Spec.HolderIdentity, "")
+		prev, ok := m.seen[name]
+		if !ok || prev.resourceVersion != l.ResourceVersion {
+			prev = observation{resourceVersion: l.ResourceVersion, holder: holder, changed: now}
+			m.seen[name] = prev
+		}
+		switch {
+		case holder != name:
+			// released (""), fenced ("fenced-by-..."), or taken by something else: not a member now
+		case now.Sub(prev.changed) < m.cfg.leaseDuration:
+			live = append(live, name)
+		default:
+			expired = append(expired, name)
+		}
+	}
+	return live, expired, nil
+}
+
+// Fence declares the member name dead: it writes "fenced-by-<this member>" as the holder of its Lease,
+// under the resourceVersion this replica observed, so that exactly one survivor wins. It returns true
+// when this call fenced it, false when the Lease changed meanwhile (renewed, released or fenced by
+// another survivor).
+func (m *Member) Fence(ctx context.Context, name string) (bool, error) {
+	m.mu.Lock()
+	obs, ok := m.seen[name]
+	m.mu.Unlock()
+	if !ok {
+		return false, fmt.Errorf("fence %s: its lease was never observed; call Observe first", name)
+	}
+	lease := &coordinationv1.Lease{}
+	if err := m.c.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: m.ring + "-" + name}, lease); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if lease.ResourceVersion != obs.resourceVersion || ptr.Deref(lease.Spec.HolderIdentity, "") != name {
+		return false, nil
+	}
+	lease.Spec.HolderIdentity = ptr.To(fencedPrefix + m.name)
+	if err := m.c.Update(ctx, lease); err != nil {
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("fence %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// FencedBy returns the survivor that fenced a Lease's holder, or "" when holder is not a fence.
+func FencedBy(holder string) string {
+	survivor, ok := strings.CutPrefix(holder, fencedPrefix)
+	if !ok {
+		return ""
+	}
+	return survivor
+}
