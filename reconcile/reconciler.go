@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -117,6 +118,7 @@ type reconcilerConfig struct {
 	pollInterval         time.Duration
 	watches              []extraWatch
 	observer             ReconcileObserver
+	rateLimiter          workqueue.TypedRateLimiter[ctrl.Request]
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -195,6 +197,17 @@ func WithChangeEvents() ReconcilerOption {
 	return func(c *reconcilerConfig) { c.changeEvents = true }
 }
 
+// WithRateLimiter sets how long an object waits before it is reconciled again after an error or a
+// requeue. Without it the controller uses controller-runtime's default
+// (workqueue.DefaultTypedControllerRateLimiter): per object, an exponential backoff from 5 ms doubling up
+// to 1000 s, reset when a reconcile succeeds; overall, a token bucket of 10 per second with bursts of
+// 100. An operator whose reconciles call slow external systems may want a longer first step:
+//
+//	reconcile.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](time.Second, 5*time.Minute))
+func WithRateLimiter(l workqueue.TypedRateLimiter[ctrl.Request]) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.rateLimiter = l }
+}
+
 // WithPollInterval sets how long a deletion waits before looking again when it waits for something
 // that may not produce a watch event (children of unwatched types, the cleanup hook). Default 10s.
 func WithPollInterval(d time.Duration) ReconcilerOption {
@@ -249,6 +262,7 @@ type Reconciler[T Object] struct {
 	owns         []client.Object
 	watches      []extraWatch
 	observer     ReconcileObserver
+	rateLimiter  workqueue.TypedRateLimiter[ctrl.Request]
 	poll         time.Duration
 	maxConc      int
 	metrics      *reconcilerMetrics
@@ -293,18 +307,19 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		o(&cfg)
 	}
 	r := &Reconciler[T]{
-		children:   hooks.Children,
-		cleanup:    hooks.Cleanup,
-		statusFn:   hooks.Status,
-		client:     mgr.GetClient(),
-		scheme:     mgr.GetScheme(),
-		cache:      mgr.GetCache(),
-		poll:       cfg.pollInterval,
-		maxConc:    cfg.maxConcurrent,
-		watches:    cfg.watches,
-		observer:   cfg.observer,
-		watched:    map[schema.GroupVersionKind]client.Object{},
-		finalizing: map[types.NamespacedName]bool{},
+		children:    hooks.Children,
+		cleanup:     hooks.Cleanup,
+		statusFn:    hooks.Status,
+		client:      mgr.GetClient(),
+		scheme:      mgr.GetScheme(),
+		cache:       mgr.GetCache(),
+		poll:        cfg.pollInterval,
+		maxConc:     cfg.maxConcurrent,
+		watches:     cfg.watches,
+		observer:    cfg.observer,
+		rateLimiter: cfg.rateLimiter,
+		watched:     map[schema.GroupVersionKind]client.Object{},
+		finalizing:  map[types.NamespacedName]bool{},
 	}
 	r.initErr = r.init(mgr, cfg)
 	return r
@@ -401,7 +416,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 			predicate.AnnotationChangedPredicate{},
 			deletionStarted(),
 		))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConc}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConc, RateLimiter: r.rateLimiter}).
 		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
 		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.known.observer(r.gvk.GroupKind())))
 	r.mu.Lock()

@@ -5,6 +5,7 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/util/workqueue"
 	"slices"
 	"strings"
 	"sync"
@@ -702,4 +703,41 @@ func TestIntegrationReconcilerWithWatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingLimiter is a rate limiter that waits a fixed short time and records the keys it was asked
+// about.
+type countingLimiter struct {
+	workqueue.TypedRateLimiter[ctrl.Request]
+	mu   sync.Mutex
+	asks map[ctrl.Request]int
+}
+
+func (l *countingLimiter) When(req ctrl.Request) time.Duration {
+	l.mu.Lock()
+	l.asks[req]++
+	l.mu.Unlock()
+	return l.TypedRateLimiter.When(req)
+}
+
+func (l *countingLimiter) count(req ctrl.Request) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.asks[req]
+}
+
+// TestIntegrationReconcilerRateLimiter: WithRateLimiter's limiter decides when a failing object is
+// retried: it is asked for every retry of the Widget whose child the API server rejects.
+func TestIntegrationReconcilerRateLimiter(t *testing.T) {
+	limiter := &countingLimiter{
+		TypedRateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](20*time.Millisecond, 20*time.Millisecond),
+		asks:             map[ctrl.Request]int{},
+	}
+	wt := newWidgetTest(t, reconcile.WithRateLimiter(limiter))
+	w := wt.create(t, "limited", testapi.WidgetSpec{Data: map[string]string{"not a valid key!": "v"}})
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		n := limiter.count(req)
+		return n >= 3, fmt.Sprintf("the limiter was asked %d times about %s, want 3 retries", n, req)
+	})
 }
