@@ -44,6 +44,8 @@ type Node struct {
 	obj   client.Object
 	deps  []string
 	ready ReadyCheck
+	// creationOnly holds the dependencies that gate only the node's creation (DependsOnForCreation).
+	creationOnly map[string]bool
 }
 
 // Name returns the node's name.
@@ -55,13 +57,32 @@ func (n *Node) Object() client.Object { return n.obj }
 // Dependencies returns the names this node depends on, in declaration order.
 func (n *Node) Dependencies() []string { return append([]string(nil), n.deps...) }
 
-// DependsOn declares that the node is applied only once every named child is applied and ready,
-// and that on deletion the named children are deleted only after this node is gone.
+// DependsOn declares that the node is applied, created or changed, only once every named child is
+// applied and ready, and that on deletion the named children are deleted only after this node is gone.
+// Use it where a change must wait, e.g. a Deployment whose new version needs a migration Job to have
+// completed. The last declaration of an edge wins.
 func (n *Node) DependsOn(names ...string) *Node {
 	for _, name := range names {
 		if !slices.Contains(n.deps, name) {
 			n.deps = append(n.deps, name)
 		}
+		delete(n.creationOnly, name)
+	}
+	return n
+}
+
+// DependsOnForCreation declares that the node is created only once every named child is applied and
+// ready, while its later changes are applied without waiting for them; deletion order is DependsOn's.
+// Use it where only the first start needs the dependency, e.g. a Service in front of a Deployment: a
+// change to the Service need not wait for a rollout, and the conditions then name the rollout, not
+// the Service, as what is in progress. The last declaration of an edge wins.
+func (n *Node) DependsOnForCreation(names ...string) *Node {
+	n.DependsOn(names...)
+	if n.creationOnly == nil {
+		n.creationOnly = map[string]bool{}
+	}
+	for _, name := range names {
+		n.creationOnly[name] = true
 	}
 	return n
 }
@@ -347,8 +368,9 @@ func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*Gr
 			for _, d := range n.deps {
 				<-done[pos[d]] // results[pos[d]] is final once done
 			}
+			exists := sync.OnceValue(func() bool { return a.existsFor(ctx, owner, n.obj) })
 			for _, d := range n.deps {
-				if dr := results[pos[d]]; !dr.Ready {
+				if dr := results[pos[d]]; !dr.Ready && !(n.creationOnly[d] && exists()) {
 					results[i].Reason = fmt.Sprintf("waiting for %s", d)
 					waiting[i] = append(waiting[i], fmt.Sprintf("%s waits for %s: %s", name, d, dr.Reason))
 				}
@@ -506,6 +528,21 @@ func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (*D
 		logf.FromContext(ctx).V(1).Info("waiting for children to be deleted", "waiting", res.Waiting)
 	}
 	return res, errors.Join(errs...)
+}
+
+// existsFor reports whether desired's child of owner exists, by the cache (no request): shown, owner's,
+// not being deleted and not known gone. A cache that has not seen a child created makes its change wait
+// one more pass; one that has not seen someone else delete it lets its re-creation skip the wait once.
+func (a *Applier) existsFor(ctx context.Context, owner, desired client.Object) bool {
+	id, err := a.identityOf(desired, owner)
+	if err != nil {
+		return false
+	}
+	live := kobj.New(desired)
+	if err := a.client.Get(ctx, id.key, live); err != nil {
+		return false
+	}
+	return belongsTo(live, owner) && live.GetDeletionTimestamp() == nil && !a.known.isGone(id, live.GetUID())
 }
 
 // childDeletion is what one deletion step found and did.

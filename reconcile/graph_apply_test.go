@@ -502,3 +502,70 @@ func TestDeleteOwnedReports(t *testing.T) {
 func deleted(res *DeleteResult, err error) (bool, error) {
 	return err == nil && res != nil && res.Done, err
 }
+
+// TestGraphApplyDependsOnForCreation: a creation-only edge holds the child back until it exists, then
+// lets its changes through while the dependency is not ready (a rollout), and only the dependency is
+// reported in progress; DependsOn holds every change back.
+func TestGraphApplyDependsOnForCreation(t *testing.T) {
+	type pass struct {
+		DepReady  bool
+		SvcValue  string
+		WantOp    Operation
+		WantWaits []string
+	}
+	tests := map[string]struct {
+		creationOnly bool
+		passes       []pass
+	}{
+		"creation only": {creationOnly: true, passes: []pass{
+			{DepReady: false, SvcValue: "1", WantOp: "", WantWaits: []string{"deployment: no ready yet", "service waits for deployment: no ready yet"}},
+			{DepReady: true, SvcValue: "1", WantOp: OperationCreated},
+			{DepReady: false, SvcValue: "2", WantOp: OperationUpdated, WantWaits: []string{"deployment: no ready yet"}},
+		}},
+		"every change": {creationOnly: false, passes: []pass{
+			{DepReady: false, SvcValue: "1", WantOp: "", WantWaits: []string{"deployment: no ready yet", "service waits for deployment: no ready yet"}},
+			{DepReady: true, SvcValue: "1", WantOp: OperationCreated},
+			{DepReady: false, SvcValue: "2", WantOp: "", WantWaits: []string{"deployment: no ready yet", "service waits for deployment: no ready yet"}},
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := newFake(t, nil)
+			a := NewApplier(c, nil)
+			app := owner("app")
+			for i, p := range tc.passes {
+				data := map[string]string{"x": "1"}
+				if p.DepReady {
+					data = map[string]string{"ready": "yes"}
+				}
+				g := NewGraph()
+				g.Add("deployment", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "deployment"}, Data: data}).ReadyWhen(hasKey("ready"))
+				svc := g.Add("service", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "service"}, Data: map[string]string{"port": p.SvcValue}})
+				if tc.creationOnly {
+					svc.DependsOnForCreation("deployment")
+				} else {
+					svc.DependsOn("deployment")
+				}
+				res, err := g.Apply(t.Context(), a, app)
+				if err != nil {
+					t.Fatalf("pass %d: %v", i, err)
+				}
+				got := pass{DepReady: p.DepReady, SvcValue: p.SvcValue, WantOp: res.Child("service").Operation, WantWaits: res.Waiting}
+				if diff := cmp.Diff(p, got); diff != "" {
+					t.Errorf("pass %d (-want +got):\n%s", i, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestNodeEdgeKindLastDeclarationWins: declaring an edge again with the other kind replaces it.
+func TestNodeEdgeKindLastDeclarationWins(t *testing.T) {
+	g := NewGraph()
+	n := g.Add("s", cm("s")).DependsOnForCreation("d").DependsOn("d")
+	m := g.Add("t", cm("t")).DependsOn("d").DependsOnForCreation("d")
+	got := []any{n.Dependencies(), n.creationOnly["d"], m.Dependencies(), m.creationOnly["d"]}
+	if diff := cmp.Diff([]any{[]string{"d"}, false, []string{"d"}, true}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -59,8 +59,9 @@ type widgetTest struct {
 const widgetHoldFinalizer = "test.convergo.dev/hold"
 
 // widgetChildren declares config -> derived: a ConfigMap with the Widget's data, and a second one that
-// depends on it and is applied only once the first carries the annotation ready=true (set by the test);
-// plus an optional third one while spec.data.extra is set.
+// depends on it and is applied only once the first carries the annotation ready=true (set by the test;
+// with spec.data.edge=creation only its creation waits); plus an optional third one while
+// spec.data.extra is set.
 func widgetChildren(calls *atomic.Int64) reconcile.ChildrenFunc[*testapi.Widget] {
 	return func(ctx context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
 		calls.Add(1)
@@ -77,10 +78,15 @@ func widgetChildren(calls *atomic.Int64) reconcile.ChildrenFunc[*testapi.Widget]
 			}
 			return false, "not annotated ready=true"
 		})
-		g.Add("derived", &corev1.ConfigMap{
+		derived := g.Add("derived", &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-derived"},
 			Data:       map[string]string{"replicas": fmt.Sprint(w.Spec.Replicas)},
-		}).DependsOn("config")
+		})
+		if w.Spec.Data["edge"] == "creation" {
+			derived.DependsOnForCreation("config")
+		} else {
+			derived.DependsOn("config")
+		}
 		if extra := w.Spec.Data["extra"]; extra != "" {
 			g.Add("extra", &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-extra"},
@@ -740,4 +746,56 @@ func TestIntegrationReconcilerRateLimiter(t *testing.T) {
 		n := limiter.count(req)
 		return n >= 3, fmt.Sprintf("the limiter was asked %d times about %s, want 3 retries", n, req)
 	})
+}
+
+// TestIntegrationReconcilerDependsOnForCreation: once both children exist and the dependency is no
+// longer ready (a rollout), a change to the dependent goes through at once with a creation-only edge,
+// and the Ready condition names only the dependency as in progress; with DependsOn the change waits
+// and the condition says the dependent waits.
+func TestIntegrationReconcilerDependsOnForCreation(t *testing.T) {
+	tests := map[string]struct {
+		edge         string
+		wantReplicas string
+		wantMessage  string
+	}{
+		"creation only": {edge: "creation", wantReplicas: "2", wantMessage: "config: not annotated ready=true"},
+		"every change":  {edge: "every", wantReplicas: "1", wantMessage: "config: not annotated ready=true; derived waits for config: not annotated ready=true"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			wt := newWidgetTest(t)
+			w := wt.create(t, "edge", testapi.WidgetSpec{Data: map[string]string{"edge": tc.edge}, Replicas: 1})
+			wt.annotateReadyWhenCreated(t, "edge-config")
+			got := wt.waitWidget(t, w, "Ready", isReady)
+
+			// The dependency stops being ready, then the spec changes.
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "edge-config", Namespace: wt.ns}}
+			if err := wt.client.Patch(t.Context(), cm, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"ready":"false"}}}`))); err != nil {
+				t.Fatal(err)
+			}
+			wt.waitWidget(t, w, "Ready=False", func(w *testapi.Widget) bool {
+				return condition(w, status.Ready) == "False/"+reconcile.ReasonProgressing || strings.HasPrefix(condition(w, status.Ready), "False/")
+			})
+			if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), got); err != nil {
+				t.Fatal(err)
+			}
+			got.Spec.Replicas = 2
+			if err := wt.client.Update(t.Context(), got); err != nil {
+				t.Fatal(err)
+			}
+			gen := got.Generation
+			got = wt.waitWidget(t, w, "the change reconciled", func(w *testapi.Widget) bool {
+				c := status.Get(w, status.Ready)
+				return c != nil && c.ObservedGeneration == gen
+			})
+			derived := &corev1.ConfigMap{}
+			if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: "edge-derived"}, derived); err != nil {
+				t.Fatal(err)
+			}
+			type outcome struct{ Replicas, Message string }
+			if diff := cmp.Diff(outcome{tc.wantReplicas, tc.wantMessage}, outcome{derived.Data["replicas"], status.Get(got, status.Ready).Message}); diff != "" {
+				t.Errorf("derived and the Ready message after the change (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

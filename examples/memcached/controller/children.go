@@ -84,6 +84,8 @@ func Children(_ context.Context, mc *v1alpha1.Memcached) (*reconcile.Graph, erro
 
 	g := reconcile.NewGraph()
 	g.Add("deployment", deployment).ReadyWhen(builders.DeploymentAvailable)
+	// DependsOn, not DependsOnForCreation: a port change reaches the Service only once the pods that
+	// listen on the new port are available, so clients are never sent to a port nothing listens on.
 	g.Add("service", service).DependsOn("deployment")
 	return g, nil
 }
