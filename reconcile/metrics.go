@@ -28,7 +28,7 @@ var (
 
 	reconcileResultsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "convergo_reconcile_results_total",
-		Help: "Reconcile outcomes by controller: ready, waiting, stalled, error, deleting, finalized.",
+		Help: "Reconcile outcomes by controller: ready, waiting, stalled, error, deleting, finalized, suspended.",
 	}, []string{"controller", "result"})
 
 	finalizingObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{

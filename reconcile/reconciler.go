@@ -259,6 +259,7 @@ type Reconciler[T Object] struct {
 	finalizer    string
 	cleanup      func(context.Context, T) (bool, error)
 	statusFn     func(context.Context, T, *GraphResult) error
+	suspendedFn  func(T) bool
 	owns         []client.Object
 	watches      []extraWatch
 	observer     ReconcileObserver
@@ -292,6 +293,9 @@ type Hooks[T Object] struct {
 	// what lives outside the cluster. It reports done=false while work remains; the object is then looked
 	// at again after the poll interval. It must be idempotent.
 	Cleanup func(ctx context.Context, obj T) (done bool, err error)
+	// Suspended reports whether obj's reconciliation is suspended by its spec (e.g. spec.suspend), in
+	// addition to SuspendAnnotation, which always works. See SuspendAnnotation for what suspension does.
+	Suspended func(obj T) bool
 }
 
 // NewReconciler returns a Reconciler for T calling hooks, using the manager's client (cache reads),
@@ -473,6 +477,9 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return r.finalize(ctx, log, obj)
 	}
 	r.forgetDeletion(req.NamespacedName)
+	if r.suspended(obj) {
+		return r.suspend(ctx, log, obj)
+	}
 	rv := obj.GetResourceVersion()
 	if _, err := finalizer.Ensure(ctx, r.client, obj, r.finalizer, finalizer.WithAPIReader(r.apiReader)); err != nil {
 		r.metrics.result(resultError)

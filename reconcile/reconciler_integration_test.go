@@ -799,3 +799,89 @@ func TestIntegrationReconcilerDependsOnForCreation(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationReconcilerSuspend: while a Widget carries convergo.dev/suspend=true, a spec change and
+// a foreign change to a child are left alone (no child write), and the status says it is suspended;
+// resuming converges both; deleting a suspended Widget still deletes its children and releases it.
+func TestIntegrationReconcilerSuspend(t *testing.T) {
+	wt := newWidgetTest(t)
+	w := wt.create(t, "paused", testapi.WidgetSpec{Data: map[string]string{"k": "v"}, Replicas: 1})
+	wt.annotateReadyWhenCreated(t, "paused-config")
+	wt.waitWidget(t, w, "Ready", isReady)
+	setSuspend := func(value string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, reconcile.SuspendAnnotation, value)
+		if err := wt.client.Patch(t.Context(), &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "paused", Namespace: wt.ns}},
+			client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	childData := func(name string) map[string]string {
+		t.Helper()
+		cm := &corev1.ConfigMap{}
+		if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: name}, cm); err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data
+	}
+
+	setSuspend(`"true"`)
+	wt.waitWidget(t, w, "Ready=False/Suspended", func(w *testapi.Widget) bool {
+		return condition(w, status.Ready) == "False/"+reconcile.ReasonSuspended
+	})
+	wt.counter.Reset()
+	got := &testapi.Widget{}
+	if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), got); err != nil {
+		t.Fatal(err)
+	}
+	got.Spec.Replicas = 2
+	if err := wt.client.Update(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.client.Patch(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "paused-config", Namespace: wt.ns}},
+		client.RawPatch("application/merge-patch+json", []byte(`{"data":{"k":"changed by someone"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	gen := got.Generation
+	got = wt.waitWidget(t, w, "the change seen while suspended", func(w *testapi.Widget) bool {
+		c := status.Get(w, status.Ready)
+		return c != nil && c.ObservedGeneration == gen && c.Reason == reconcile.ReasonSuspended
+	})
+	type suspended struct {
+		Conditions      []string
+		Derived, Config map[string]string
+		ChildWrites     int
+	}
+	var conds []string
+	for _, c := range got.Status.Conditions {
+		conds = append(conds, c.Type+"="+string(c.Status)+"/"+c.Reason)
+	}
+	reqs := wt.counter.Snapshot().InNamespace(wt.ns)
+	want := suspended{Conditions: []string{"Ready=False/Suspended"}, Derived: map[string]string{"replicas": "1"}, Config: map[string]string{"k": "changed by someone"}}
+	if diff := cmp.Diff(want, suspended{conds, childData("paused-derived"), childData("paused-config"), reqs.Count("", "configmaps")}); diff != "" {
+		t.Errorf("while suspended (-want +got):\n%s\n%v", diff, reqs)
+	}
+
+	setSuspend("null")
+	wt.waitWidget(t, w, "Ready after resuming", func(w *testapi.Widget) bool {
+		c := status.Get(w, status.Ready)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
+	})
+	if diff := cmp.Diff([]map[string]string{{"replicas": "2"}, {"k": "v"}}, []map[string]string{childData("paused-derived"), childData("paused-config")}); diff != "" {
+		t.Errorf("after resuming: derived and config (-want +got):\n%s", diff)
+	}
+
+	setSuspend(`"true"`)
+	wt.waitWidget(t, w, "suspended again", func(w *testapi.Widget) bool {
+		return condition(w, status.Ready) == "False/"+reconcile.ReasonSuspended
+	})
+	if err := wt.client.Delete(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForDeletion(t, wt.client, w, time.Minute)
+	for _, n := range []string{"paused-config", "paused-derived"} {
+		if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: n}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("child %s of the deleted suspended Widget: get = %v, want not found", n, err)
+		}
+	}
+}
