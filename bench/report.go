@@ -392,7 +392,7 @@ func (r *Report) Markdown() string {
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
-	if t := r.targets(); t != "" {
+	if t := r.targets() + r.expertTargets(); t != "" {
 		b.WriteString("\n## Targets\n\n")
 		b.WriteString(t)
 	}
@@ -430,6 +430,46 @@ func (r *Report) targets() string {
 		perCR(base.Converge.Requests), minimalVerdict(minimal, c.events))
 	b.WriteString("  (a status write sends only what changed, so every one changes something; the restart phase shows none is sent when nothing changes)\n")
 	return b.String()
+}
+
+// expertTargets are issue #18's targets against the expert's operator, with the achieved ratios; ""
+// unless both convergo and expert ran.
+func (r *Report) expertTargets() string {
+	if names := r.implementations(); !slices.Contains(names, "convergo") || !slices.Contains(names, "expert") {
+		return ""
+	}
+	rows := map[string]Row{}
+	for _, row := range r.Rows() {
+		rows[row.Metric] = row
+	}
+	var b strings.Builder
+	for _, t := range []struct {
+		metric string
+		most   float64
+	}{
+		{"converge: time until all Ready", 0.9},
+		{"converge: kube-apiserver CPU", 0.9},
+		{"update: time until all Ready", 0.9},
+		{"update: kube-apiserver CPU", 0.9},
+		{"delete: time until all children gone", 1.25},
+		{"delete: kube-apiserver CPU", 1.25},
+		{"memory: live heap", 0.8},
+		{"restart: time until all reconciled", 0.5},
+	} {
+		row, ok := rows[t.metric]
+		if !ok || row.Values["expert"] == 0 {
+			continue
+		}
+		ratio := row.Values["convergo"] / row.Values["expert"]
+		fmt.Fprintf(&b, "- %s at most %sx the expert's: convergo %s, expert %s (%s): %s\n", t.metric, formatValue(t.most),
+			formatValue(row.Values["convergo"]), formatValue(row.Values["expert"]), row.Unit, verdictRatio(ratio, t.most))
+	}
+	return b.String()
+}
+
+// verdictRatio renders an achieved ratio against its bound.
+func verdictRatio(ratio, most float64) string {
+	return fmt.Sprintf("%sx, %s", formatValue(ratio), verdict(ratio <= most))
 }
 
 // requestClasses splits a phase's requests by purpose.

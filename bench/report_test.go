@@ -554,3 +554,23 @@ func TestJSONAgainstTheExpert(t *testing.T) {
 		t.Errorf("JSON (-want +got):\n%s", diff)
 	}
 }
+
+// TestExpertTargets: with the expert measured, the report states issue #18's bounds with the achieved
+// ratios; without it, none.
+func TestExpertTargets(t *testing.T) {
+	r := sampleReport()
+	r.Results[1].Implementation = "expert" // the sample's baseline stands in for the expert
+	md := r.Markdown()
+	for _, want := range []string{
+		"- converge: time until all Ready at most 0.90x the expert's: convergo 2, expert 4 (s): 0.50x, met",
+		"- delete: time until all children gone at most 1.25x the expert's: convergo 1.50, expert 3 (s): 0.50x, met",
+		"- restart: time until all reconciled at most 0.50x the expert's: convergo 0.50, expert 0.40 (s): 1.25x, NOT met",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md[strings.Index(md, "## Targets"):])
+		}
+	}
+	if md := sampleReport().Markdown(); strings.Contains(md, "the expert's") {
+		t.Errorf("targets against the expert without an expert run:\n%s", md)
+	}
+}
