@@ -12,6 +12,8 @@ CONTROLLER_GEN         := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 ASSETS        := $(GO) run ./testing/assets/cmd/convergo-assets
 TEST_TIMEOUT  ?= 40m
 TEST_FLAGS    ?=
+# What tests keep (t.ArtifactDir, such as the Welcome page's screenshots): $(TEST_OUTPUT)/_artifacts.
+TEST_OUTPUT   ?= $(CURDIR)/test-output
 ARGS          ?=
 EXAMPLES      := memcached welcome
 
@@ -28,7 +30,7 @@ $(CONTROLLER_GEN):
 tools: $(CONTROLLER_GEN) ## Install the pinned tools into ./bin.
 
 .PHONY: assets
-assets: ## Build or locate every control-plane binary (kube-apiserver, etcd, controller-manager, scheduler, kwok).
+assets: ## Build or locate every test binary (kube-apiserver, etcd, controller-manager, scheduler, kwok, kubectl).
 	$(ASSETS) -components all
 
 .PHONY: generate
@@ -60,8 +62,9 @@ LIBRARY_PKGS  := ./reconcile/ ./status/ ./finalizer/ ./ownership/ ./builders/ ./
 
 .PHONY: test
 test: $(CONTROLLER_GEN) assets ## Install what is needed and run every test against a real API server.
+	rm -rf $(TEST_OUTPUT)/_artifacts && mkdir -p $(TEST_OUTPUT)
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
-	  $(GO) test -tags integration -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+	  $(GO) test -tags integration -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(TEST_OUTPUT) $(TEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## The library's unit tests only: seconds, no control plane built or started.
@@ -81,8 +84,34 @@ fuzz: ## Run every fuzz target for FUZZTIME each (never part of make test; seeds
 	$(GO) test ./status/ -run '^$$' -fuzz '^FuzzPatchDelta$$' -fuzztime $(FUZZTIME)
 
 .PHONY: demo
-demo: assets ## Start a local cluster, run both example operators and show them converge (ARGS=--keep keeps it).
+demo: assets ## Start a local cluster, run both example operators and show them converge (ARGS=--keep keeps it; ARGS=--serve-page serves the Welcome page).
 	$(GO) run ./examples/demo $(ARGS)
+
+# make deploy / undeploy: EXAMPLE is one of $(EXAMPLES) (or use deploy-<example>, undeploy-<example>).
+# The cluster is the one `make demo ARGS=--keep` leaves running unless KUBECONFIG is given on the make
+# command line (an exported KUBECONFIG is not used, so that a plain `make deploy` never reaches another
+# cluster). IMG replaces the operator's image. On the local cluster the Deployment's pods are kwok's and
+# run nothing: the operator runs from the built binary as a local process, not from an image.
+EXAMPLE       ?=
+IMG           ?=
+DEPLOY_KUBECONFIG = $(if $(filter command line,$(origin KUBECONFIG)),$(KUBECONFIG),$(CURDIR)/demo-run/cluster/kubeconfig)
+DEPLOY        = $(GO) run ./examples/deploy -kubeconfig '$(DEPLOY_KUBECONFIG)' $(if $(IMG),-image '$(IMG)')
+
+.PHONY: deploy
+deploy: ## Deploy EXAMPLE=memcached|welcome (CRDs, RBAC, Deployment; a sample Ready); locally the operator runs from the built binary, not an image.
+	@[ -n "$(EXAMPLE)" ] || { echo "make deploy: set EXAMPLE to one of: $(EXAMPLES) (make deploy EXAMPLE=welcome, or make deploy-welcome)" >&2; exit 2; }
+	$(DEPLOY) deploy $(EXAMPLE)
+
+.PHONY: undeploy
+undeploy: ## Remove EXAMPLE: its samples first (finalizers released by the running operator), the operator, then RBAC, CRDs, namespace.
+	@[ -n "$(EXAMPLE)" ] || { echo "make undeploy: set EXAMPLE to one of: $(EXAMPLES) (make undeploy EXAMPLE=welcome, or make undeploy-welcome)" >&2; exit 2; }
+	$(DEPLOY) undeploy $(EXAMPLE)
+
+.PHONY: $(addprefix deploy-,$(EXAMPLES)) $(addprefix undeploy-,$(EXAMPLES))
+$(addprefix deploy-,$(EXAMPLES)): deploy-%:
+	$(DEPLOY) deploy $*
+$(addprefix undeploy-,$(EXAMPLES)): undeploy-%:
+	$(DEPLOY) undeploy $*
 
 .PHONY: bench
 bench: assets ## Benchmarks: Convergo's Welcome against an expert's and the tutorial way, then the micro-benchmarks (never part of make test).

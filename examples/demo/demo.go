@@ -6,8 +6,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"maps"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,13 +19,16 @@ import (
 	"text/tabwriter"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -35,6 +41,7 @@ import (
 	memcached "github.com/convergo-dev/convergo/examples/memcached/controller"
 	welcomev1alpha1 "github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	welcome "github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/examples/welcome/localweb"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/assets"
 	"github.com/convergo-dev/convergo/testing/cluster"
@@ -45,10 +52,15 @@ const namespace = "demo"
 
 // options are the command-line options.
 type options struct {
-	keep    bool
-	nodes   int
-	timeout time.Duration
-	runDir  string
+	keep      bool
+	nodes     int
+	timeout   time.Duration
+	runDir    string
+	servePage bool
+	pagePort  *int // the local port of the page; nil: the port the operator rendered
+	// openPage, when set with servePage, also opens the page at url and checks that it greets name
+	// (the test opens it in a browser). It is called after each start of the local web server.
+	openPage func(ctx context.Context, url, name string) error
 }
 
 // demo holds what the steps share.
@@ -56,8 +68,11 @@ type demo struct {
 	out     io.Writer
 	opts    options
 	root    string
+	runDir  string
 	client  client.Client
 	clients kubernetes.Interface
+	web     string    // the web server's binary, with servePage
+	webLog  io.Writer // its log, with servePage
 }
 
 func run(ctx context.Context, out io.Writer, opts options) error {
@@ -74,9 +89,25 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	}
 
 	step(out, "Locating or building the control-plane binaries (the first build takes several minutes)")
-	binDir, err := assets.Ensure(ctx, assets.WithComponents(assets.AllComponents()...), assets.WithProgress(os.Stderr))
+	binDir, err := assets.Ensure(ctx, assets.WithComponents(assets.ClusterComponents()...), assets.WithProgress(os.Stderr))
 	if err != nil {
 		return fmt.Errorf("control-plane binaries: %w", err)
+	}
+	var web string
+	var webLog io.Writer
+	if opts.servePage {
+		step(out, "--serve-page: building the Welcome web server (go build ./examples/welcome/web) to serve its page on this machine")
+		if web, err = localweb.Build(ctx, root, runDir); err != nil {
+			return err
+		}
+		logPath := filepath.Join(runDir, "welcome-web.log")
+		f, err := os.Create(logPath)
+		if err != nil {
+			return fmt.Errorf("create the web server's log: %w", err)
+		}
+		defer f.Close()
+		webLog = f
+		fmt.Fprintf(out, "  %s (log: %s)\n", relative(root, web), relative(root, logPath))
 	}
 
 	step(out, fmt.Sprintf("Starting a local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with %d nodes", opts.nodes))
@@ -135,7 +166,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err != nil {
 		return fmt.Errorf("create clientset: %w", err)
 	}
-	d := &demo{out: out, opts: opts, root: root, client: cl, clients: cs}
+	d := &demo{out: out, opts: opts, root: root, runDir: runDir, client: cl, clients: cs, web: web, webLog: webLog}
 	if err := d.steps(ctx); err != nil {
 		return err
 	}
@@ -155,8 +186,11 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		"  export KUBECONFIG=%s\n"+
 		"  kubectl get welcomes,memcacheds -n %s\n"+
 		"  kubectl get deployments,services,configmaps,pods -n %s\n"+
-		"  kubectl wait --for=condition=Ready welcome/alice -n %s\n\n"+
-		"Press Ctrl-C to stop.\n", c.KubeconfigPath, namespace, namespace, namespace)
+		"  kubectl wait --for=condition=Ready welcome/alice -n %s\n", c.KubeconfigPath, namespace, namespace, namespace)
+	if opts.servePage {
+		return d.keepServingPage(ctx)
+	}
+	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
 	<-ctx.Done()
 	return nil
 }
@@ -248,7 +282,213 @@ func (d *demo) steps(ctx context.Context) error {
 	if err := d.waitReady(ctx, map[string]int32{"Memcached/sessions": 5, "Welcome/alice": 4}); err != nil {
 		return err
 	}
+	if d.opts.servePage {
+		if err := d.servePage(ctx); err != nil {
+			return err
+		}
+	}
 	return d.deleteInOrder(ctx)
+}
+
+// newSite returns the local web server of Welcome alice.
+func (d *demo) newSite() *localweb.Site {
+	opts := []localweb.Option{localweb.WithLog(d.webLog), localweb.WithDir(d.runDir)}
+	if d.opts.pagePort != nil {
+		opts = append(opts, localweb.WithPort(*d.opts.pagePort))
+	}
+	return localweb.NewSite(d.client, types.NamespacedName{Namespace: namespace, Name: "alice"}, d.web, opts...)
+}
+
+// servePage runs Welcome alice's web server as a local process with the configuration the operator
+// rendered and checks its page; then it renames the Welcome and, once the operator's rollout is done,
+// restarts the server from the new configuration and checks that the page greets the new name.
+func (d *demo) servePage(ctx context.Context) error {
+	step(d.out, "Serving Welcome alice's page on this machine: the web server as a local process, with the configuration the operator rendered (kwok's pods serve nothing)")
+	site := d.newSite()
+	defer func() {
+		if err := site.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		}
+	}()
+	if err := d.syncPage(ctx, site, "Alice"); err != nil {
+		return err
+	}
+
+	step(d.out, `Renaming: Welcome alice spec.name "Alice" -> "Alice Liddell"; the operator renders a new Deployment, which rolls out`)
+	if err := d.patch(ctx, &welcomev1alpha1.Welcome{}, "alice", `{"spec":{"name":"Alice Liddell"}}`); err != nil {
+		return err
+	}
+	if err := d.waitReady(ctx, map[string]int32{"Memcached/sessions": 5, "Welcome/alice": 4}); err != nil {
+		return err
+	}
+	key := types.NamespacedName{Namespace: namespace, Name: "alice"}
+	var w welcomev1alpha1.Welcome
+	if err := d.client.Get(ctx, key, &w); err != nil {
+		return fmt.Errorf("get welcome alice: %w", err)
+	}
+	var dep appsv1.Deployment
+	if err := d.client.Get(ctx, key, &dep); err != nil {
+		return fmt.Errorf("get deployment alice: %w", err)
+	}
+	fmt.Fprintf(d.out, "\nWelcome alice is Ready for generation %d and Deployment/alice has rolled out generation %d "+
+		"(%d/%d pods updated): restarting the local web server from the new configuration.\n",
+		w.Generation, dep.Status.ObservedGeneration, dep.Status.UpdatedReplicas, ptr.Deref(dep.Spec.Replicas, 1))
+	return d.syncPage(ctx, site, "Alice Liddell")
+}
+
+// syncPage (re)starts the local web server from the Deployment's current configuration, prints it and
+// the page's URL, and checks that the page greets name and that the private page takes the password.
+func (d *demo) syncPage(ctx context.Context, site *localweb.Site, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.timeout)
+	defer cancel()
+	started, reason, err := site.Sync(ctx)
+	if err != nil {
+		return fmt.Errorf("serve the page: %w", err)
+	}
+	if !started {
+		return fmt.Errorf("serve the page: the local web server was not restarted: %s", reason)
+	}
+	p := site.Process()
+	printPageConfig(d.out, d.root, p)
+	if err := checkPage(ctx, p, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "\n  Page: %s  (greets %q)\n", p.URL, "Hello "+name)
+	if _, ok := p.Config.Lookup("PASSWORD"); ok {
+		fmt.Fprintf(d.out, "  Private page: %s  (accepts the password from the Secret, which the demo never prints)\n", privateURL(p.URL))
+	}
+	if d.opts.openPage != nil {
+		if err := d.opts.openPage(ctx, p.URL, name); err != nil {
+			return fmt.Errorf("open the page: %w", err)
+		}
+	}
+	return nil
+}
+
+// keepServingPage serves Welcome alice's page until ctx is done, restarting the local web server after
+// each rollout that changes its configuration.
+func (d *demo) keepServingPage(ctx context.Context) error {
+	step(d.out, "--serve-page: serving Welcome alice's page on this machine until interrupted")
+	site := d.newSite()
+	defer func() { _ = site.Stop() }() // on Ctrl-C the server has stopped by itself too
+	if err := d.syncPage(ctx, site, "Alice"); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "\nThe page follows the Welcome: after, for instance,\n\n"+
+		"  kubectl patch welcome alice -n %s --type merge -p '{\"spec\":{\"name\":\"Bob\"}}'\n\n"+
+		"and the operator's rollout, the local web server restarts with the new configuration and greets Bob.\n\n"+
+		"Press Ctrl-C to stop.\n", namespace)
+	lastErr := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+		started, _, err := site.Sync(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if err.Error() != lastErr {
+				fmt.Fprintf(d.out, "  page: %v (trying again every second)\n", err)
+				lastErr = err.Error()
+			}
+		case started:
+			lastErr = ""
+			name, _ := site.Process().Config.Lookup("NAME")
+			fmt.Fprintf(d.out, "  [%s] rollout done, local web server restarted with the new configuration: %s greets %q\n",
+				time.Now().Format(time.TimeOnly), site.Process().URL, "Hello "+name)
+		}
+	}
+}
+
+// printPageConfig prints the configuration the local web server runs with: the container's environment
+// (values from Secrets not shown), its volumes, and what the local process gets changed.
+func printPageConfig(out io.Writer, root string, p *localweb.Process) {
+	cfg := p.Config
+	fmt.Fprintf(out, "  Container %q of Deployment %s, as rolled out:\n", cfg.Container, cfg.Deployment)
+	for _, a := range cfg.Args {
+		fmt.Fprintf(out, "    arg %s\n", a)
+	}
+	for _, e := range cfg.Env {
+		switch {
+		case e.Secret:
+			fmt.Fprintf(out, "    env %s from %s (not printed)\n", e.Name, e.From)
+		case e.From != "":
+			fmt.Fprintf(out, "    env %s=%s (from %s)\n", e.Name, e.Value, e.From)
+		default:
+			fmt.Fprintf(out, "    env %s=%s\n", e.Name, e.Value)
+		}
+	}
+	for _, m := range cfg.Mounts {
+		fmt.Fprintf(out, "    volume %s (%s) at %s: %s\n", m.Volume, m.From, m.Path, strings.Join(slices.Sorted(maps.Keys(m.Files)), ", "))
+	}
+	fmt.Fprintln(out, "  For the local process:")
+	for _, r := range p.Rewrites {
+		fmt.Fprintf(out, "    %s\n", r)
+	}
+	fmt.Fprintf(out, "    the volumes' files written under %s\n", relative(root, p.Dir))
+}
+
+// checkPage checks that the page greets name and, when the container has a PASSWORD, that the private
+// page refuses a request without it and accepts the password.
+func checkPage(ctx context.Context, p *localweb.Process, name string) error {
+	body, status, err := get(ctx, p.URL, "")
+	if err != nil {
+		return err
+	}
+	if want := "<h1>Hello " + html.EscapeString(name) + "</h1>"; status != http.StatusOK || !strings.Contains(body, want) {
+		return fmt.Errorf("the page %s does not greet %s (status %d, want %s in):\n%s", p.URL, name, status, want, body)
+	}
+	password, ok := p.Config.Lookup("PASSWORD")
+	if !ok {
+		return nil
+	}
+	priv := privateURL(p.URL)
+	if _, status, err = get(ctx, priv, ""); err != nil {
+		return err
+	}
+	if status != http.StatusUnauthorized {
+		return fmt.Errorf("the private page %s answers %d without the password, want %d", priv, status, http.StatusUnauthorized)
+	}
+	body, status, err = get(ctx, priv, password)
+	if err != nil {
+		return err
+	}
+	if want := "Welcome back, " + name; status != http.StatusOK || !strings.Contains(body, want) {
+		return fmt.Errorf("the private page %s does not take the Secret's password (status %d, want %q)", priv, status, want)
+	}
+	return nil
+}
+
+// privateURL returns the address of the private page of the server whose page is at page.
+func privateURL(page string) string {
+	u, err := url.Parse(page)
+	if err != nil {
+		return page
+	}
+	u.Path = "/private/"
+	return u.String()
+}
+
+// get fetches addr, with basic auth when password is set, and returns its body and status.
+func get(ctx context.Context, addr, password string) (string, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr, nil)
+	if err != nil {
+		return "", 0, fmt.Errorf("get %s: %w", addr, err)
+	}
+	if password != "" {
+		req.SetBasicAuth("demo", password)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", 0, fmt.Errorf("get %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", 0, fmt.Errorf("get %s: %w", addr, err)
+	}
+	return string(body), resp.StatusCode, nil
 }
 
 // applySamples creates the objects of both examples' config/samples in the demo namespace.

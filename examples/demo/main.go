@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -17,6 +18,15 @@ func main() {
 	flag.IntVar(&opts.nodes, "nodes", 3, "Number of fake (kwok) nodes.")
 	flag.DurationVar(&opts.timeout, "timeout", 3*time.Minute, "How long each step may take.")
 	flag.StringVar(&opts.runDir, "run-dir", "demo-run", "Directory for the cluster's files and the operators' log (relative paths start at the repository root).")
+	flag.BoolVar(&opts.servePage, "serve-page", false, "Serve the Welcome's page on this machine: the web server runs as a local process with the configuration the operator rendered, and follows a rename of the Welcome (with --keep, until interrupted).")
+	flag.Func("page-port", "The local port of --serve-page; 0 picks a free one (default: the port the operator rendered, the Welcome's spec.port).", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("%q is not a TCP port: give a number from 0 (any free port) to 65535", s)
+		}
+		opts.pagePort = &n
+		return nil
+	})
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

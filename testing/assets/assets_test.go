@@ -22,16 +22,28 @@ func fakeVersionOutput(c Component) string {
 		return "etcd Version: 3.7.0\nGit SHA: fake"
 	case Kwok:
 		return "kwok version v0.8.0 go1.26 (linux/amd64)"
+	case Kubectl:
+		return "Client Version: v1.37.0\nKustomize Version: v5.8.1"
 	default:
 		return "Kubernetes v1.37.0"
 	}
 }
 
-// writeFake writes an executable shell script that prints output for --version (exit code code).
-func writeFake(t testing.TB, path, output string, code int) {
+// fakeScript is an executable shell script that prints output (exit code code) when run with the
+// arguments that make c report its version, and fails as kubectl does otherwise: kubectl has no
+// --version flag.
+func fakeScript(c Component, output string, code int) string {
+	check := ""
+	if c == Kubectl {
+		check = "[ \"$*\" = \"version --client\" ] || { echo 'error: unknown flag: '\"$1\" >&2; exit 1; }\n"
+	}
+	return fmt.Sprintf("#!/bin/sh\n%scat <<'END'\n%s\nEND\nexit %d\n", check, output, code)
+}
+
+// writeFake writes a fake binary of c (fakeScript) to path.
+func writeFake(t testing.TB, path string, c Component, output string, code int) {
 	t.Helper()
-	script := fmt.Sprintf("#!/bin/sh\ncat <<'END'\n%s\nEND\nexit %d\n", output, code)
-	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+	if err := os.WriteFile(path, []byte(fakeScript(c, output, code)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -43,7 +55,7 @@ func fillDir(t testing.TB, dir string, components ...Component) {
 		t.Fatal(err)
 	}
 	for _, c := range components {
-		writeFake(t, filepath.Join(dir, string(c)), fakeVersionOutput(c), 0)
+		writeFake(t, filepath.Join(dir, string(c)), c, fakeVersionOutput(c), 0)
 		if c == Kwok {
 			if err := os.WriteFile(filepath.Join(dir, KwokStagesFile), []byte("kind: Stage\n"), 0o644); err != nil {
 				t.Fatal(err)
@@ -71,7 +83,7 @@ func (f *fakeBuilds) option() Option {
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(dst, fmt.Appendf(nil, "#!/bin/sh\necho '%s'\n", fakeVersionOutput(comp)), 0o755); err != nil {
+			if err := os.WriteFile(dst, []byte(fakeScript(comp, fakeVersionOutput(comp), 0)), 0o755); err != nil {
 				return err
 			}
 			if comp == Kwok {
@@ -127,7 +139,7 @@ func TestEnsureLookupOrder(t *testing.T) {
 		},
 		"setup-envtest lacking a component is skipped and only the missing are built": {
 			components: all, cache: []Component{KubeAPIServer, Etcd}, setupEnvtest: defaults,
-			wantDir: "cache", wantBuilt: []Component{KubeControllerManager, KubeScheduler, Kwok},
+			wantDir: "cache", wantBuilt: []Component{KubeControllerManager, KubeScheduler, Kwok, Kubectl},
 		},
 		"nothing anywhere builds the requested components only": {
 			components: defaults, wantDir: "cache", wantBuilt: []Component{Etcd, KubeAPIServer},
@@ -139,6 +151,20 @@ func TestEnsureLookupOrder(t *testing.T) {
 		"broken binary in cache is rebuilt": {
 			components: defaults, cache: []Component{KubeAPIServer}, brokenInCache: []Component{Etcd},
 			wantDir: "cache", wantBuilt: []Component{Etcd},
+		},
+		"cache holding everything, kubectl answering version --client": {
+			components: all, cache: all, wantDir: "cache",
+		},
+		"kubectl missing from the cache is built alone": {
+			components: all, cache: ClusterComponents(), wantDir: "cache", wantBuilt: []Component{Kubectl},
+		},
+		"kubectl of another version in the cache is rebuilt": {
+			components: []Component{KubeAPIServer, Etcd, Kubectl}, cache: defaults, badInCache: []Component{Kubectl},
+			wantDir: "cache", wantBuilt: []Component{Kubectl},
+		},
+		"setup-envtest's directory with kubectl serves a request for kubectl": {
+			components: []Component{KubeAPIServer, Etcd, Kubectl}, cache: defaults,
+			setupEnvtest: []Component{KubeAPIServer, Etcd, Kubectl}, wantDir: "setup-envtest",
 		},
 		"kwok without its stages file is rebuilt": {
 			components: []Component{Kwok}, wantDir: "cache", wantBuilt: []Component{Kwok},
@@ -153,13 +179,13 @@ func TestEnsureLookupOrder(t *testing.T) {
 			}
 			fillDir(t, cacheDir, tc.cache...)
 			for _, c := range tc.badInCache {
-				writeFake(t, filepath.Join(cacheDir, string(c)), "Kubernetes v1.30.0", 0)
+				writeFake(t, filepath.Join(cacheDir, string(c)), c, "Kubernetes v1.30.0", 0)
 			}
 			for _, c := range tc.brokenInCache {
-				writeFake(t, filepath.Join(cacheDir, string(c)), "segfault", 1)
+				writeFake(t, filepath.Join(cacheDir, string(c)), c, "segfault", 1)
 			}
 			if tc.components[0] == Kwok {
-				writeFake(t, filepath.Join(cacheDir, string(Kwok)), fakeVersionOutput(Kwok), 0) // binary without stages
+				writeFake(t, filepath.Join(cacheDir, string(Kwok)), Kwok, fakeVersionOutput(Kwok), 0) // binary without stages
 			}
 			if tc.setupEnvtest != nil {
 				fillDir(t, setupDir, tc.setupEnvtest...)
@@ -192,7 +218,7 @@ func sorted(cs []Component) []Component {
 func TestEnsureRejectsBadKubebuilderAssets(t *testing.T) {
 	assetsDir, cacheDir, _ := isolate(t)
 	fillDir(t, assetsDir, Etcd)
-	writeFake(t, filepath.Join(assetsDir, string(KubeAPIServer)), "exec format error", 126)
+	writeFake(t, filepath.Join(assetsDir, string(KubeAPIServer)), KubeAPIServer, "exec format error", 126)
 	t.Setenv(EnvAssets, assetsDir)
 	builds := &fakeBuilds{}
 	_, err := Ensure(t.Context(), WithCacheDir(cacheDir), builds.option())
@@ -213,7 +239,7 @@ func TestEnsureAcceptsOtherVersionsOutsideTheCache(t *testing.T) {
 	// setup-envtest ships its own etcd version; only our cache insists on the pinned versions.
 	_, cacheDir, setupDir := isolate(t)
 	fillDir(t, setupDir, KubeAPIServer)
-	writeFake(t, filepath.Join(setupDir, string(Etcd)), "etcd Version: 3.5.21", 0)
+	writeFake(t, filepath.Join(setupDir, string(Etcd)), Etcd, "etcd Version: 3.5.21", 0)
 	dir, err := Ensure(t.Context(), WithCacheDir(cacheDir), (&fakeBuilds{}).option())
 	if err != nil {
 		t.Fatal(err)
@@ -345,6 +371,30 @@ func TestDefaultLocations(t *testing.T) {
 	}
 }
 
+func TestComponentSets(t *testing.T) {
+	if diff := cmp.Diff([]Component{KubeAPIServer, Etcd, KubeControllerManager, KubeScheduler, Kwok}, ClusterComponents()); diff != "" {
+		t.Errorf("ClusterComponents (-want +got): a full cluster runs these five and needs no kubectl:\n%s", diff)
+	}
+	if diff := cmp.Diff(append(ClusterComponents(), Kubectl), AllComponents()); diff != "" {
+		t.Errorf("AllComponents (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Component{KubeAPIServer, Etcd}, DefaultComponents()); diff != "" {
+		t.Errorf("DefaultComponents (-want +got):\n%s", diff)
+	}
+	for _, c := range AllComponents() {
+		want := KubernetesVersion
+		switch c {
+		case Etcd:
+			want = EtcdVersion
+		case Kwok:
+			want = KwokVersion
+		}
+		if got := c.Version(); got != want {
+			t.Errorf("%s.Version() = %s, want %s", c, got, want)
+		}
+	}
+}
+
 func TestParseComponents(t *testing.T) {
 	cases := map[string]struct {
 		in      string
@@ -357,6 +407,7 @@ func TestParseComponents(t *testing.T) {
 		"unknown":      {in: "etcd,kubelet", wantErr: true},
 		"empty":        {in: " , ", wantErr: true},
 		"single":       {in: "kube-scheduler", want: []Component{KubeScheduler}},
+		"kubectl":      {in: "kube-apiserver,etcd,kubectl", want: []Component{KubeAPIServer, Etcd, Kubectl}},
 		"all is alone": {in: "all,etcd", wantErr: true},
 	}
 	for name, tc := range cases {

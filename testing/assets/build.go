@@ -168,7 +168,7 @@ func (b *builder) prepareModule(ctx context.Context, dir string, gomod []byte, i
 // buildComponent is the real build of one component into dst.
 func buildComponent(ctx context.Context, b *builder, c Component, dst string) error {
 	switch c {
-	case KubeAPIServer, KubeControllerManager, KubeScheduler:
+	case KubeAPIServer, KubeControllerManager, KubeScheduler, Kubectl:
 		return b.buildKubernetes(ctx, c, dst)
 	case Etcd:
 		return b.buildEtcd(ctx, dst)
@@ -196,12 +196,7 @@ func (b *builder) buildKubernetes(ctx context.Context, c Component, dst string) 
 		if err != nil {
 			return err
 		}
-		imports := []string{
-			kubernetesModule + "/cmd/" + string(KubeAPIServer),
-			kubernetesModule + "/cmd/" + string(KubeControllerManager),
-			kubernetesModule + "/cmd/" + string(KubeScheduler),
-		}
-		if err := b.prepareModule(ctx, dir, gomod, imports); err != nil {
+		if err := b.prepareModule(ctx, dir, gomod, kubernetesImports()); err != nil {
 			return err
 		}
 		b.k8sModuleDir = dir
@@ -210,16 +205,32 @@ func (b *builder) buildKubernetes(ctx context.Context, c Component, dst string) 
 	return err
 }
 
-// kubernetesLDFlags stamps the version into a Kubernetes binary, as the release build does, so that
-// anything parsing it sees the real version instead of v0.0.0-master.
+// kubernetesImports are the packages the throwaway module of k8s.io/kubernetes builds: every
+// Kubernetes component's cmd package, whichever are requested, so that the module (and its .prepared
+// stamp) is the same for every build.
+func kubernetesImports() []string {
+	var imports []string
+	for _, c := range []Component{KubeAPIServer, KubeControllerManager, KubeScheduler, Kubectl} {
+		imports = append(imports, kubernetesModule+"/cmd/"+string(c))
+	}
+	return imports
+}
+
+// kubernetesLDFlags stamps the version into a Kubernetes binary, as the release build does (both
+// k8s.io/component-base/version, which the components and kubectl report, and
+// k8s.io/client-go/pkg/version, which client-go's user agent reports), so that anything parsing it sees
+// the real version instead of v0.0.0-master.
 func kubernetesLDFlags(version string) string {
 	major, minor := "", ""
 	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
 	if len(parts) >= 2 {
 		major, minor = parts[0], parts[1]
 	}
-	return fmt.Sprintf("-X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=%s -X k8s.io/component-base/version.gitMinor=%s",
-		version, major, minor)
+	var flags []string
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		flags = append(flags, fmt.Sprintf("-X %s.gitVersion=%s -X %s.gitMajor=%s -X %s.gitMinor=%s", pkg, version, pkg, major, pkg, minor))
+	}
+	return strings.Join(flags, " ")
 }
 
 func (b *builder) buildEtcd(ctx context.Context, dst string) error {

@@ -83,9 +83,49 @@ func TestKubernetesBuildGoModErrors(t *testing.T) {
 }
 
 func TestKubernetesLDFlags(t *testing.T) {
-	want := "-X k8s.io/component-base/version.gitVersion=v1.37.0 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+	want := "-X k8s.io/component-base/version.gitVersion=v1.37.0 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" +
+		" -X k8s.io/client-go/pkg/version.gitVersion=v1.37.0 -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=37"
 	if diff := cmp.Diff(want, kubernetesLDFlags("v1.37.0")); diff != "" {
 		t.Errorf("ldflags (-want +got):\n%s", diff)
+	}
+}
+
+func TestKubernetesImports(t *testing.T) {
+	want := []string{
+		"k8s.io/kubernetes/cmd/kube-apiserver",
+		"k8s.io/kubernetes/cmd/kube-controller-manager",
+		"k8s.io/kubernetes/cmd/kube-scheduler",
+		"k8s.io/kubernetes/cmd/kubectl",
+	}
+	if diff := cmp.Diff(want, kubernetesImports()); diff != "" {
+		t.Errorf("packages of the k8s.io/kubernetes build module (-want +got):\n%s", diff)
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	cases := map[Component]struct {
+		args []string
+		text string
+	}{
+		KubeAPIServer:         {args: []string{"--version"}, text: "Kubernetes v1.37.0"},
+		KubeControllerManager: {args: []string{"--version"}, text: "Kubernetes v1.37.0"},
+		KubeScheduler:         {args: []string{"--version"}, text: "Kubernetes v1.37.0"},
+		Etcd:                  {args: []string{"--version"}, text: "Version: 3.7.0"},
+		Kwok:                  {args: []string{"--version"}, text: "v0.8.0"},
+		Kubectl:               {args: []string{"version", "--client"}, text: "Client Version: v1.37.0"},
+	}
+	for c, tc := range cases {
+		t.Run(string(c), func(t *testing.T) {
+			if diff := cmp.Diff(tc.args, versionArgs(c)); diff != "" {
+				t.Errorf("versionArgs (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.text, versionText(c)); diff != "" {
+				t.Errorf("versionText (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if len(cases) != len(AllComponents()) {
+		t.Errorf("the table covers %d components, want all %d", len(cases), len(AllComponents()))
 	}
 }
 

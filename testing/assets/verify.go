@@ -22,12 +22,22 @@ func versionText(c Component) string {
 		return "Version: " + strings.TrimPrefix(EtcdVersion, "v")
 	case Kwok:
 		return KwokVersion
+	case Kubectl:
+		return "Client Version: " + KubernetesVersion
 	default:
 		return "Kubernetes " + KubernetesVersion
 	}
 }
 
-// verify checks that c exists in dir and runs with --version. With exact, the output must name the
+// versionArgs are the arguments that make c print its version: kubectl has no --version flag.
+func versionArgs(c Component) []string {
+	if c == Kubectl {
+		return []string{"version", "--client"}
+	}
+	return []string{"--version"}
+}
+
+// verify checks that c exists in dir and reports its version (--version; kubectl version --client). With exact, the output must name the
 // pinned version (our cache); otherwise any working binary is accepted (KUBEBUILDER_ASSETS and
 // setup-envtest directories hold what their owner chose). A missing file yields an error wrapping
 // os.ErrNotExist.
@@ -42,12 +52,12 @@ func verify(ctx context.Context, dir string, c Component, exact bool) (string, e
 			return "", fmt.Errorf("%s is not a regular file", p)
 		}
 	}
-	out, err := runVersion(ctx, path)
+	out, err := runVersion(ctx, path, versionArgs(c)...)
 	if err != nil {
 		return "", err
 	}
 	if exact && !strings.Contains(out, versionText(c)) {
-		return "", fmt.Errorf("%s --version reports %q, want %s", path, firstLine(out), versionText(c))
+		return "", fmt.Errorf("%s %s reports %q, want %s", path, strings.Join(versionArgs(c), " "), firstLine(out), versionText(c))
 	}
 	return out, nil
 }
@@ -61,20 +71,22 @@ func requiredFiles(dir string, c Component) []string {
 	return files
 }
 
-// runVersion runs `path --version` and returns its combined output.
-func runVersion(ctx context.Context, path string) (string, error) {
+// runVersion runs `path args...` (the arguments that make it print its version, see versionArgs) and
+// returns its combined output.
+func runVersion(ctx context.Context, path string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Stdout = &out
 	cmd.Stderr = &out
 	cmd.WaitDelay = 5 * time.Second
+	name := strings.Join(append([]string{path}, args...), " ")
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("run %s --version: %w: %s", path, err, tail(out.String(), 5))
+		return out.String(), fmt.Errorf("run %s: %w: %s", name, err, tail(out.String(), 5))
 	}
 	if strings.TrimSpace(out.String()) == "" {
-		return "", fmt.Errorf("run %s --version: no output", path)
+		return "", fmt.Errorf("run %s: no output", name)
 	}
 	return out.String(), nil
 }

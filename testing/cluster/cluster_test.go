@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	// `go test ./...` without `make test` still finds (or builds) the binaries; the library itself
 	// never imports testing/assets, only this test does.
 	if os.Getenv(BinaryDirEnv) == "" {
-		dir, err := assets.Ensure(context.Background(), assets.WithComponents(assets.AllComponents()...), assets.WithProgress(os.Stderr))
+		dir, err := assets.Ensure(context.Background(), assets.WithComponents(assets.ClusterComponents()...), assets.WithProgress(os.Stderr))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "control-plane binaries: %v\n", err)
 			os.Exit(1)

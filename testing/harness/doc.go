@@ -28,6 +28,12 @@
 //		t.Log(counter.Snapshot())
 //	}
 //
+// With WithKubectl, assets.Ensure also provides kubectl of the same version, and in plain mode envtest's
+// helper runs it against the API server as an admin:
+//
+//	env, err := harness.Start(ctx, harness.WithKubectl())
+//	stdout, stderr, err := env.ControlPlane.KubeCtl().Run("get", "namespaces")
+//
 // testing/optest builds the steps of an operator's tests on it (objects with cleanups, conflict-retrying
 // updates, condition matchers, Deployments marked available, and ExpectNoRequests, which follows each
 // change until the reconcile that read it and counts the requests meanwhile); testing/schematest checks

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -36,7 +37,7 @@ func (e *Env) Cluster() *cluster.Cluster {
 }
 
 func (e *Env) startFullCluster(ctx context.Context, cfg *config) error {
-	dir, err := assets.Ensure(ctx, cfg.assetOptions(assets.AllComponents())...)
+	dir, err := assets.Ensure(ctx, cfg.assetOptions(assets.ClusterComponents())...)
 	if err != nil {
 		return fmt.Errorf("locate control-plane binaries: %w", err)
 	}
@@ -55,6 +56,9 @@ func (e *Env) startFullCluster(ctx context.Context, cfg *config) error {
 	e.logTails = cl.LogTails
 	e.Config = cl.Config
 	e.KubeconfigPath = cl.KubeconfigPath
+	if cfg.kubectl {
+		e.KubectlPath = filepath.Join(dir, string(assets.Kubectl))
+	}
 	if len(cfg.crdPaths) > 0 {
 		crds, err := envtest.InstallCRDs(cl.Config, envtest.CRDInstallOptions{
 			Paths:              slices.Clone(cfg.crdPaths),

@@ -49,6 +49,16 @@ type Env struct {
 	RunDir string
 	// CRDs are the CustomResourceDefinitions installed from WithCRDPaths.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// ControlPlane is envtest's control plane in plain mode, nil with WithFullCluster. With WithKubectl
+	// its KubeCtl() runs kubectl against the API server as an admin:
+	//
+	//	stdout, stderr, err := env.ControlPlane.KubeCtl().Run("get", "namespaces")
+	//
+	// and AddUser provisions users with other names and groups.
+	ControlPlane *envtest.ControlPlane
+	// KubectlPath is the kubectl binary (assets.Kubectl, of assets.KubernetesVersion) with WithKubectl,
+	// "" otherwise. Run it with --kubeconfig=KubeconfigPath.
+	KubectlPath string
 
 	cluster  *cluster.Cluster
 	stopOnce sync.Once
@@ -65,6 +75,7 @@ type config struct {
 	adders      []func(*runtime.Scheme) error
 	assetOpts   []assets.Option
 	fullCluster *fullClusterConfig
+	kubectl     bool
 }
 
 // WithCRDPaths installs the CustomResourceDefinitions in the given directories or files (YAML or JSON)
@@ -84,9 +95,21 @@ func WithAssetOptions(opts ...assets.Option) Option {
 	return func(c *config) { c.assetOpts = append(c.assetOpts, opts...) }
 }
 
-// assetOptions returns the options for assets.Ensure: the components, progress lines on stderr once a
-// build (or a wait for another process's build) starts, then the caller's options.
+// WithKubectl provides kubectl of the control plane's version next to the other binaries (built by
+// assets.Ensure on first use, up to two minutes once) and sets Env.KubectlPath; in plain mode envtest's
+// ControlPlane.KubeCtl() then runs it.
+func WithKubectl() Option {
+	return func(c *config) { c.kubectl = true }
+}
+
+// assetOptions returns the options for assets.Ensure: the components (and kubectl with WithKubectl),
+// progress lines on stderr once a build (or a wait for another process's build) starts, then the
+// caller's options.
 func (c *config) assetOptions(components []assets.Component) []assets.Option {
+	components = slices.Clone(components)
+	if c.kubectl && !slices.Contains(components, assets.Kubectl) {
+		components = append(components, assets.Kubectl)
+	}
 	return append([]assets.Option{
 		assets.WithComponents(components...),
 		assets.WithProgress(&buildProgress{w: os.Stderr}),
@@ -184,6 +207,11 @@ func (e *Env) startEnvtest(ctx context.Context, cfg *config) error {
 		ControlPlaneStartTimeout: componentStartTimeout,
 		ControlPlaneStopTimeout:  componentStopTimeout,
 	}
+	if cfg.kubectl {
+		// As for the API server and etcd: the directory Ensure chose, not $KUBEBUILDER_ASSETS, which
+		// envtest would prefer and which may lack kubectl.
+		env.ControlPlane.KubectlPath = filepath.Join(dir, string(assets.Kubectl))
+	}
 	restCfg, err := env.Start()
 	// Stop whatever started, even when Start failed half-way.
 	e.stopFns = append(e.stopFns, func() error {
@@ -197,6 +225,10 @@ func (e *Env) startEnvtest(ctx context.Context, cfg *config) error {
 	}
 	e.Config = restCfg
 	e.CRDs = env.CRDs
+	e.ControlPlane = &env.ControlPlane
+	if cfg.kubectl {
+		e.KubectlPath = filepath.Join(dir, string(assets.Kubectl))
+	}
 	e.KubeconfigPath = filepath.Join(e.RunDir, "kubeconfig")
 	if err := os.WriteFile(e.KubeconfigPath, env.KubeConfig, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)

@@ -38,8 +38,8 @@ func Labels(w *v1alpha1.Welcome) builders.Labels {
 }
 
 // Children returns the children of w as a graph: the page ConfigMap, then the Deployment of web
-// servers that mounts it (and rolls when it changes), then, once the Deployment is available, the
-// Service. Deletion goes in reverse: Service, Deployment, ConfigMap.
+// servers that mounts it (and rolls when it changes); the Service depends on nothing. Deletion goes in
+// reverse: the Deployment and the Service, then the ConfigMap once the Deployment is gone.
 //
 // password is the metadata of the Secret that spec.passwordSecretRef names, or nil when the spec
 // names none. Only its resourceVersion is used (to roll the pods when the Secret changes): the

@@ -21,12 +21,12 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("convergo-assets", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	components := fs.String("components", "kube-apiserver,etcd", "comma-separated components to provide, or all")
+	components := fs.String("components", "kube-apiserver,etcd", "comma-separated components to provide (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok, kubectl), or all")
 	printMode := fs.String("print", "dir", "what to print: dir (the directory) or env (an export KUBEBUILDER_ASSETS=... line)")
 	cacheDir := fs.String("cache-dir", "", "cache directory for built binaries (default: the user cache directory)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: convergo-assets [-components list|all] [-print dir|env] [-cache-dir dir]\n\n"+
-			"Locates or builds (from the Go module proxy) the Kubernetes %s control-plane binaries.\n\n", assets.KubernetesVersion)
+			"Locates or builds (from the Go module proxy) the Kubernetes %s control-plane binaries and kubectl.\n\n", assets.KubernetesVersion)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
