@@ -97,9 +97,10 @@ func TestIntegrationGracefulStopReleases(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- b.Start(ctx) }()
-	if err := a.Renew(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	aCtx, stopA := context.WithCancel(t.Context()) // a keeps renewing, however long the wait below takes
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Start(aCtx) }()
+	t.Cleanup(func() { stopA(); <-aDone })
 	harness.Eventually(t, time.Minute, func() (bool, string) {
 		live, _, err := a.Observe(t.Context())
 		return err == nil && b.CanWrite() && cmp.Equal(live, []string{"a", "b"}), fmt.Sprintf("a sees live %v (%v); b can write: %v", live, err, b.CanWrite())
