@@ -340,57 +340,37 @@ const maxParallelApplies = 8
 // ready. Children and Waiting are in topological order (see Order) whatever the order of the
 // requests.
 func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*GraphResult, error) {
-	order, err := g.Order()
+	order, deps, err := g.ordered()
 	if err != nil {
 		return nil, err
-	}
-	pos := make(map[string]int, len(order))
-	for i, name := range order {
-		pos[name] = i
 	}
 	var (
 		results = make([]ChildResult, len(order))
 		waiting = make([][]string, len(order))
 		errs    = make([]error, len(order))
-		done    = make([]chan struct{}, len(order))
-		slots   = make(chan struct{}, maxParallelApplies)
 		failed  atomic.Bool
-		wg      sync.WaitGroup
 	)
-	for i := range done {
-		done[i] = make(chan struct{})
-	}
-	for i, name := range order {
-		n := g.index[name]
-		wg.Go(func() {
-			defer close(done[i])
-			results[i].Name = name
-			for _, d := range n.deps {
-				<-done[pos[d]] // results[pos[d]] is final once done
+	inDependencyOrder(deps, func(i int) { // results[j] of each dependency j is final
+		n := g.index[order[i]]
+		results[i].Name = n.name
+		exists := sync.OnceValue(func() bool { return a.existsFor(ctx, owner, n.obj) })
+		for k, d := range n.deps {
+			if dr := results[deps[i][k]]; !dr.Ready && !(n.creationOnly[d] && exists()) {
+				results[i].Reason = fmt.Sprintf("waiting for %s", d)
+				waiting[i] = append(waiting[i], fmt.Sprintf("%s waits for %s: %s", n.name, d, dr.Reason))
 			}
-			exists := sync.OnceValue(func() bool { return a.existsFor(ctx, owner, n.obj) })
-			for _, d := range n.deps {
-				if dr := results[pos[d]]; !dr.Ready && !(n.creationOnly[d] && exists()) {
-					results[i].Reason = fmt.Sprintf("waiting for %s", d)
-					waiting[i] = append(waiting[i], fmt.Sprintf("%s waits for %s: %s", name, d, dr.Reason))
-				}
-			}
-			if results[i].Reason != "" {
-				return
-			}
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			if failed.Load() {
-				results[i].Reason = "not applied: applying another child failed"
-				return
-			}
+		}
+		switch {
+		case results[i].Reason != "":
+		case failed.Load():
+			results[i].Reason = "not applied: applying another child failed"
+		default:
 			results[i], waiting[i], errs[i] = applyChild(ctx, a, owner, n)
 			if errs[i] != nil {
 				failed.Store(true)
 			}
-		})
-	}
-	wg.Wait()
+		}
+	})
 	res := &GraphResult{Ready: true, Children: results}
 	for i, cr := range results {
 		res.Waiting = append(res.Waiting, waiting[i]...)
@@ -399,6 +379,50 @@ func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*Gr
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// ordered returns the children in topological order (see Order) and, for each, the positions in that
+// order of its dependencies, in declaration order.
+func (g *Graph) ordered() (order []string, deps [][]int, err error) {
+	order, err = g.Order()
+	if err != nil {
+		return nil, nil, err
+	}
+	pos := make(map[string]int, len(order))
+	for i, name := range order {
+		pos[name] = i
+	}
+	deps = make([][]int, len(order))
+	for i, name := range order {
+		for _, d := range g.index[name].deps {
+			deps[i] = append(deps[i], pos[d])
+		}
+	}
+	return order, deps, nil
+}
+
+// inDependencyOrder calls step(i) for every child concurrently, at most maxParallelApplies at a time,
+// each once step has returned for every child in after[i] (its dependencies when applying, the
+// children depending on it when deleting), and returns when all calls returned.
+func inDependencyOrder(after [][]int, step func(i int)) {
+	done := make([]chan struct{}, len(after))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	slots := make(chan struct{}, maxParallelApplies)
+	var wg sync.WaitGroup
+	for i := range after {
+		wg.Go(func() {
+			defer close(done[i])
+			for _, j := range after[i] {
+				<-done[j]
+			}
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			step(i)
+		})
+	}
+	wg.Wait()
 }
 
 // applyChild applies one child whose dependencies are ready and judges its readiness; waiting holds
@@ -467,53 +491,34 @@ type DeleteResult struct {
 // UID whose deletion this Applier sent go; a child the cache does not show is read once. Each DELETE
 // is sent once.
 func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (*DeleteResult, error) {
-	order, err := g.Order()
+	order, deps, err := g.ordered()
 	if err != nil {
 		return nil, err
 	}
-	pos := make(map[string]int, len(order))
-	for i, name := range order {
-		pos[name] = i
-	}
 	dependents := make([][]int, len(order))
-	for i, name := range order {
-		for _, d := range g.index[name].deps {
-			dependents[pos[d]] = append(dependents[pos[d]], i)
+	for i := range order {
+		for _, d := range deps[i] {
+			dependents[d] = append(dependents[d], i)
 		}
 	}
 	var (
 		steps = make([]childDeletion, len(order))
 		gone  = make([]bool, len(order))
 		errs  = make([]error, len(order))
-		done  = make([]chan struct{}, len(order))
-		slots = make(chan struct{}, maxParallelApplies)
-		wg    sync.WaitGroup
 	)
-	for i := range done {
-		done[i] = make(chan struct{})
-	}
-	for i, name := range order {
-		wg.Go(func() {
-			defer close(done[i])
-			for _, j := range dependents[i] {
-				<-done[j] // gone[j] is final once done
+	inDependencyOrder(dependents, func(i int) { // gone[j] of each dependent j is final
+		for _, j := range dependents[i] {
+			if !gone[j] {
+				return // held back by a dependent that still exists
 			}
-			for _, j := range dependents[i] {
-				if !gone[j] {
-					return // held back by a dependent that still exists
-				}
-			}
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			steps[i], errs[i] = a.deleteIfOurs(ctx, owner, g.index[name].obj)
-			if errs[i] != nil {
-				errs[i] = fmt.Errorf("delete child %q: %w", name, errs[i])
-				return
-			}
-			gone[i] = steps[i].live == nil
-		})
-	}
-	wg.Wait()
+		}
+		steps[i], errs[i] = a.deleteIfOurs(ctx, owner, g.index[order[i]].obj)
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("delete child %q: %w", order[i], errs[i])
+			return
+		}
+		gone[i] = steps[i].live == nil
+	})
 	res := &DeleteResult{Done: true}
 	for i := len(order) - 1; i >= 0; i-- {
 		if steps[i].sent != nil {
@@ -600,21 +605,18 @@ func (a *Applier) deleteLive(ctx context.Context, owner client.Object, id object
 	case live.GetDeletionTimestamp() != nil, a.known.deleteSent(id, live.GetUID()):
 		return childDeletion{live: live}, nil // being deleted: wait for it
 	}
-	answer, err := a.deleteExactly(ctx, live)
+	answer, err := a.deleteExactly(ctx, id, owner.GetUID(), proto, live, seen)
 	switch {
 	case err != nil:
 		return childDeletion{live: live}, err
 	case answer == deletionGone:
-		a.known.confirmGone(id, owner.GetUID(), live.GetUID()) // the API server answered 404, or another UID holds the name
-		return childDeletion{}, nil
+		return childDeletion{}, nil // the API server answered 404, or another UID holds the name
 	case answer == deletionRefused:
 		return childDeletion{live: live}, nil // nothing happened: the next pass looks again
 	case answer == deletionRemoved:
-		a.known.confirmGone(id, owner.GetUID(), live.GetUID()) // the API server removed it at once
 		logf.FromContext(ctx).V(1).Info("deleted child", "object", kobj.DescribeKey(id.gk.Kind, id.key))
 		return childDeletion{sent: live}, nil
 	}
-	a.known.sentDelete(id, owner.GetUID(), proto, live.GetUID(), seen)
 	logf.FromContext(ctx).V(1).Info("deleting child", "object", kobj.DescribeKey(id.gk.Kind, id.key))
 	return childDeletion{live: live, sent: live}, nil
 }
