@@ -522,15 +522,8 @@ func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Objec
 		return nil, "", fmt.Errorf("apply %s: %w", c.what, &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
 	}
 	logf.FromContext(ctx).Info("recreating child to change immutable fields", "object", c.what, "fields", fields)
-	answer, err := a.deleteExactly(ctx, live)
-	if err != nil {
+	if _, err := a.deleteExactly(ctx, c.id, c.ownerUID(), a.proto(c.obj), live, false); err != nil {
 		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
-	}
-	switch answer {
-	case deletionAccepted:
-		a.known.sentDelete(c.id, c.ownerUID(), a.proto(c.obj), live.GetUID(), false)
-	case deletionRemoved:
-		a.known.confirmGone(c.id, c.ownerUID(), live.GetUID())
 	}
 	result, err := a.serverSideApply(ctx, c, createOnly)
 	switch {

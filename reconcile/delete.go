@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,8 +23,8 @@ import (
 
 // WithConnection lets the Applier send its DELETE requests itself over the manager's connection
 // (mgr.GetConfig(), mgr.GetHTTPClient()), so that the API server's answer says whether a child was
-// removed at once (no finalizer held it). Ordered deletion then moves to the next layer in the same
-// pass instead of waiting for the watch to show the layer gone. NewReconciler sets it. Without it,
+// removed at once (no finalizer held it). Ordered deletion then moves on to the children it depended
+// on in the same pass instead of waiting for the watch to show it gone. NewReconciler sets it. Without it,
 // deletions go through the client and absence is confirmed by the cache or one read.
 func WithConnection(cfg *rest.Config, httpClient *http.Client) ApplierOption {
 	return func(c *applierConfig) {
@@ -51,9 +52,23 @@ const (
 	deletionRefused
 )
 
-// deleteExactly deletes exactly the object observed (UID precondition), its dependents in the
-// background.
-func (a *Applier) deleteExactly(ctx context.Context, obj client.Object) (deletion, error) {
+// deleteExactly deletes exactly the object observed, live (UID precondition), its dependents in the
+// background, and records the answer in what the controller knows of id, owner's child: gone (removed
+// at once, 404, or another UID holds the name), or our DELETE accepted (seen: live came from the
+// cache).
+func (a *Applier) deleteExactly(ctx context.Context, id objectID, owner types.UID, proto, live client.Object, seen bool) (deletion, error) {
+	answer, err := a.sendDelete(ctx, live)
+	switch answer {
+	case deletionGone, deletionRemoved:
+		a.known.confirmGone(id, owner, live.GetUID())
+	case deletionAccepted:
+		a.known.sentDelete(id, owner, proto, live.GetUID(), seen)
+	}
+	return answer, err
+}
+
+// sendDelete sends the DELETE of exactly obj and classifies the answer.
+func (a *Applier) sendDelete(ctx context.Context, obj client.Object) (deletion, error) {
 	uid := obj.GetUID()
 	var answer deletion
 	var err error

@@ -49,20 +49,15 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 			if declared[oid] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil || a.known.deleteSent(oid, item.GetUID()) {
 				continue
 			}
-			answer, err := a.deleteExactly(ctx, item)
+			answer, err := a.deleteExactly(ctx, oid, owner.GetUID(), a.proto(t), item, true)
 			if err != nil {
 				return deleted, fmt.Errorf("prune %s: %w", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)), err)
 			}
 			switch answer {
 			case deletionGone:
-				a.known.confirmGone(oid, owner.GetUID(), item.GetUID())
 				continue // gone already; the cache had not seen it yet
 			case deletionRefused:
 				continue // the next reconcile prunes it
-			case deletionRemoved:
-				a.known.confirmGone(oid, owner.GetUID(), item.GetUID())
-			default:
-				a.known.sentDelete(oid, owner.GetUID(), a.proto(t), item.GetUID(), true)
 			}
 			logf.FromContext(ctx).Info("pruned child no longer declared", "object", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)))
 			deleted = append(deleted, item)
