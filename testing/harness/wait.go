@@ -44,10 +44,10 @@ func WaitForObject[T client.Object](t testing.TB, c client.Client, key client.Ob
 	defer cancel()
 	Eventually(t, timeout, func() (bool, string) {
 		if err := c.Get(ctx, key, obj); err != nil {
-			return false, fmt.Sprintf("get %s %s: %v", kindOf(c, obj), key, err)
+			return false, fmt.Sprintf("get %s %s: %v", KindOf(c, obj), key, err)
 		}
 		if cond != nil && !cond(obj) {
-			return false, fmt.Sprintf("%s %s does not meet the condition yet:\n%s", kindOf(c, obj), key, ObjectYAML(obj))
+			return false, fmt.Sprintf("%s %s does not meet the condition yet:\n%s", KindOf(c, obj), key, ObjectYAML(obj))
 		}
 		return true, ""
 	})
@@ -73,11 +73,11 @@ func WaitForDeletion(t testing.TB, c client.Client, obj client.Object, timeout t
 		case apierrors.IsNotFound(err):
 			return true, ""
 		case err != nil:
-			return false, fmt.Sprintf("get %s %s: %v", kindOf(c, obj), key, err)
+			return false, fmt.Sprintf("get %s %s: %v", KindOf(c, obj), key, err)
 		case uid != "" && live.GetUID() != uid:
 			return true, ""
 		}
-		return false, fmt.Sprintf("%s %s still exists:\n%s", kindOf(c, obj), key, ObjectYAML(live))
+		return false, fmt.Sprintf("%s %s still exists:\n%s", KindOf(c, obj), key, ObjectYAML(live))
 	})
 }
 
@@ -101,8 +101,9 @@ func ObjectYAML(obj runtime.Object) string {
 	return string(out)
 }
 
-// kindOf names obj's kind for messages.
-func kindOf(c client.Client, obj runtime.Object) string {
+// KindOf names obj's kind for failure messages: from its type meta, else from c's scheme, else its Go
+// type.
+func KindOf(c client.Client, obj runtime.Object) string {
 	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != "" {
 		return gvk.Kind
 	}

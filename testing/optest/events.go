@@ -63,7 +63,7 @@ func WaitForEvent(t testing.TB, c client.Client, obj client.Object, eventType, r
 			seen = append(seen, e.Type+"/"+e.Reason+": "+e.Note)
 		}
 		return false, fmt.Sprintf("no %s event with reason %s about %s %s; events about it: %s",
-			eventType, reason, kindOf(c, obj), client.ObjectKeyFromObject(obj), strings.Join(seen, "; "))
+			eventType, reason, harness.KindOf(c, obj), client.ObjectKeyFromObject(obj), strings.Join(seen, "; "))
 	})
 	return found
 }

@@ -3,7 +3,6 @@ package optest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -28,13 +27,13 @@ const updateAttempts = 5
 func Create[T client.Object](t testing.TB, c client.Client, obj T) T {
 	t.Helper()
 	if err := c.Create(t.Context(), obj); err != nil {
-		t.Fatalf("create %s %s: %v", kindOf(c, obj), obj.GetName(), err)
+		t.Fatalf("create %s %s: %v", harness.KindOf(c, obj), obj.GetName(), err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 		defer cancel()
 		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete %s %s: %v", kindOf(c, obj), obj.GetName(), err)
+			t.Errorf("delete %s %s: %v", harness.KindOf(c, obj), obj.GetName(), err)
 		}
 		harness.WaitForDeletion(t, c, obj, Timeout)
 	})
@@ -54,7 +53,7 @@ func Update[E any, T interface {
 	for range updateAttempts {
 		live := T(new(E))
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), live); err != nil {
-			t.Fatalf("get %s %s: %v", kindOf(c, obj), obj.GetName(), err)
+			t.Fatalf("get %s %s: %v", harness.KindOf(c, obj), obj.GetName(), err)
 		}
 		mutate(live)
 		err := c.Update(t.Context(), live)
@@ -63,10 +62,10 @@ func Update[E any, T interface {
 			return
 		}
 		if !apierrors.IsConflict(err) {
-			t.Fatalf("update %s %s: %v", kindOf(c, obj), obj.GetName(), err)
+			t.Fatalf("update %s %s: %v", harness.KindOf(c, obj), obj.GetName(), err)
 		}
 	}
-	t.Fatalf("update %s %s: %d conflicts in a row", kindOf(c, obj), obj.GetName(), updateAttempts)
+	t.Fatalf("update %s %s: %d conflicts in a row", harness.KindOf(c, obj), obj.GetName(), updateAttempts)
 }
 
 // MergePatch sends patch, a JSON merge patch, for obj (only its name and namespace are needed); obj
@@ -77,7 +76,7 @@ func Update[E any, T interface {
 func MergePatch[T client.Object](t testing.TB, c client.Client, obj T, patch string) T {
 	t.Helper()
 	if err := c.Patch(t.Context(), obj, client.RawPatch(client.Merge.Type(), []byte(patch))); err != nil {
-		t.Fatalf("patch %s %s: %v", kindOf(c, obj), client.ObjectKeyFromObject(obj), err)
+		t.Fatalf("patch %s %s: %v", harness.KindOf(c, obj), client.ObjectKeyFromObject(obj), err)
 	}
 	return obj
 }
@@ -100,18 +99,7 @@ func RequireNotDeleting(t testing.TB, c client.Client, key client.ObjectKey, obj
 	t.Helper()
 	for _, obj := range objs {
 		if err := c.Get(t.Context(), key, obj); err != nil || obj.GetDeletionTimestamp() != nil {
-			t.Fatalf("%s %s deleted too early (get: %v, deletionTimestamp: %v)", kindOf(c, obj), key, err, obj.GetDeletionTimestamp())
+			t.Fatalf("%s %s deleted too early (get: %v, deletionTimestamp: %v)", harness.KindOf(c, obj), key, err, obj.GetDeletionTimestamp())
 		}
 	}
-}
-
-// kindOf names obj's kind for messages: from its type meta, else from c's scheme, else its Go type.
-func kindOf(c client.Client, obj client.Object) string {
-	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != "" {
-		return gvk.Kind
-	}
-	if gvk, err := c.GroupVersionKindFor(obj); err == nil {
-		return gvk.Kind
-	}
-	return fmt.Sprintf("%T", obj)
 }

@@ -93,7 +93,7 @@ func (op *Operator) ReconcileAfter(t testing.TB, key client.ObjectKey, trigger T
 	rv := probe.GetResourceVersion()
 	if rv == "" {
 		t.Fatalf("the trigger for %s returned %s %s without a resourceVersion: return the object as the API server answered",
-			key, kindOf(op.Manager.GetClient(), probe), client.ObjectKeyFromObject(probe))
+			key, harness.KindOf(op.Manager.GetClient(), probe), client.ObjectKeyFromObject(probe))
 		return Reconcile{}
 	}
 	op.Reconciles.arm(e, func(ctx context.Context) bool {
@@ -111,7 +111,7 @@ func (op *Operator) ReconcileAfter(t testing.TB, key client.ObjectKey, trigger T
 		}
 		return false, fmt.Sprintf("the manager's cache shows %s %s at resourceVersion %s or newer, but no reconcile of %s that "+
 			"started since then has finished; reconciles of %s since the trigger (marks count starts and ends): %s",
-			kindOf(op.Manager.GetClient(), probe), client.ObjectKeyFromObject(probe), rv, key, key, describe(op.Reconciles.Since(key, before)))
+			harness.KindOf(op.Manager.GetClient(), probe), client.ObjectKeyFromObject(probe), rv, key, key, describe(op.Reconciles.Since(key, before)))
 	})
 	return rec
 }
@@ -153,7 +153,7 @@ func (op *Operator) ExpectNoRequests(t *testing.T, owner client.ObjectKey, trigg
 // otherwise what it holds.
 func (op *Operator) cacheShows(ctx context.Context, obj client.Object, rv string) (bool, string) {
 	key := client.ObjectKeyFromObject(obj)
-	kind := kindOf(op.Manager.GetClient(), obj)
+	kind := harness.KindOf(op.Manager.GetClient(), obj)
 	got, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return false, fmt.Sprintf("%T does not deep-copy to a client.Object", obj)
