@@ -142,6 +142,8 @@ type Applier struct {
 	known *knowledge
 	// protos holds one empty object per child type, shared by the records (never modified).
 	protos sync.Map
+	// guard, when set (a sharded Reconciler), refuses DELETEs the member may no longer send.
+	guard func() error
 }
 
 // proto returns the shared empty object of obj's type (for unstructured objects, of its kind).

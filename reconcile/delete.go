@@ -69,6 +69,11 @@ func (a *Applier) deleteExactly(ctx context.Context, id objectID, owner types.UI
 
 // sendDelete sends the DELETE of exactly obj and classifies the answer.
 func (a *Applier) sendDelete(ctx context.Context, obj client.Object) (deletion, error) {
+	if a.guard != nil {
+		if err := a.guard(); err != nil {
+			return deletionRefused, err
+		}
+	}
 	uid := obj.GetUID()
 	var answer deletion
 	var err error

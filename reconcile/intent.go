@@ -90,16 +90,30 @@ func Intent(obj runtime.Object, scheme *runtime.Scheme) (map[string]any, error) 
 }
 
 // IntentHash returns the hex sha256 of the canonical JSON of intent, ignoring the intent-hash
-// annotation itself. encoding/json sorts map keys, which makes the encoding canonical.
+// annotation itself and the shard labels (sharding.LabelPrefix: they follow the owner from member to
+// member, and the move relabels the children). encoding/json sorts map keys, which makes the encoding canonical.
 func IntentHash(intent map[string]any) (string, error) {
 	c := intent
-	if anns, ok := nestedMap(intent, "metadata", "annotations"); ok {
-		if _, has := anns[AnnotationIntentHash]; has {
-			c = runtime.DeepCopyJSON(intent)
-			a, _ := nestedMap(c, "metadata", "annotations")
+	anns, _ := nestedMap(intent, "metadata", "annotations")
+	_, hasHash := anns[AnnotationIntentHash]
+	ls, _ := nestedMap(intent, "metadata", "labels")
+	if hasHash || hasShardLabel(ls) {
+		c = runtime.DeepCopyJSON(intent)
+		md := c["metadata"].(map[string]any)
+		if a, ok := nestedMap(c, "metadata", "annotations"); ok {
 			delete(a, AnnotationIntentHash)
 			if len(a) == 0 {
-				delete(c["metadata"].(map[string]any), "annotations")
+				delete(md, "annotations")
+			}
+		}
+		if l, ok := nestedMap(c, "metadata", "labels"); ok {
+			for k := range l {
+				if isShardLabel(k) {
+					delete(l, k)
+				}
+			}
+			if len(l) == 0 {
+				delete(md, "labels")
 			}
 		}
 	}
@@ -712,4 +726,13 @@ func liveContent(obj client.Object) (map[string]any, error) {
 		return nil, fmt.Errorf("convert live %T: %w", obj, err)
 	}
 	return m, nil
+}
+
+func hasShardLabel(labels map[string]any) bool {
+	for k := range labels {
+		if isShardLabel(k) {
+			return true
+		}
+	}
+	return false
 }

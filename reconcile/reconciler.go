@@ -32,6 +32,7 @@ import (
 
 	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/sharding"
 	"github.com/convergo-dev/convergo/status"
 )
 
@@ -119,6 +120,7 @@ type reconcilerConfig struct {
 	watches              []extraWatch
 	observer             ReconcileObserver
 	rateLimiter          workqueue.TypedRateLimiter[ctrl.Request]
+	shard                *sharding.Shard
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -268,6 +270,8 @@ type Reconciler[T Object] struct {
 	maxConc      int
 	metrics      *reconcilerMetrics
 	initErr      error
+	// shard is set by WithSharding.
+	shard *sharding.Shard
 	// known is the record of the Reconciler's own writes (to T and its children) the cache may not show
 	// yet; shared with the Applier.
 	known *knowledge
@@ -356,12 +360,20 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 			r.finalizer = "convergo.dev/" + r.name
 		}
 	}
-	writer := client.WithFieldOwner(mgr.GetClient(), r.name)
+	base := mgr.GetClient()
+	r.shard = cfg.shard
+	if r.shard != nil {
+		base = r.shard.Client(base)
+	}
+	writer := client.WithFieldOwner(base, r.name)
 	r.client = writer
-	r.applier = NewApplier(mgr.GetClient(), r.scheme,
+	r.applier = NewApplier(base, r.scheme,
 		append([]ApplierOption{WithFieldManager(r.name), WithAPIReader(mgr.GetAPIReader()),
 			WithConnection(mgr.GetConfig(), mgr.GetHTTPClient())}, cfg.applierOpts...)...)
 	r.known = r.applier.known
+	if r.shard != nil {
+		r.applier.guard = r.shard.Writable
+	}
 	r.apiReader = mgr.GetAPIReader()
 	r.patcher = status.NewPatcher(writer, status.WithAPIReader(r.apiReader))
 	r.recorder = cfg.recorder
@@ -433,6 +445,9 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	for _, w := range r.watches {
 		b = b.Watches(w.obj, w.handler, w.opts...)
 	}
+	if r.shard != nil {
+		b = b.WatchesRawSource(source.Channel(r.shard.Events(), &handler.EnqueueRequestForObject{}))
+	}
 	var rec ctrlreconcile.Reconciler = r
 	if r.observer != nil {
 		rec = observed{next: r, observer: r.observer}
@@ -472,6 +487,13 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	obj, err := r.get(ctx, req)
 	if err != nil || isZero(obj) {
 		return ctrl.Result{}, err
+	}
+	if r.shard != nil {
+		end, stop, res, err := r.shardStep(ctx, obj)
+		defer end()
+		if stop {
+			return res, err
+		}
 	}
 	if obj.GetDeletionTimestamp() != nil {
 		return r.finalize(ctx, log, obj)
@@ -576,6 +598,7 @@ func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
 		out.invalid = &InvalidSpecError{Reason: ReasonInvalidGraph, Err: err}
 		return out
 	}
+	r.labelChildren(g)
 	r.watchTypes(ctx, g.Types())
 	out.result, err = g.Apply(ctx, r.applier, obj)
 	if err != nil {

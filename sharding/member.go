@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,8 @@ type MemberOption func(*memberConfig)
 type memberConfig struct {
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	clock                                     clock.WithTicker
+	// joinDelay and resync are used by a Shard only.
+	joinDelay, resync time.Duration
 }
 
 // WithLeaseTimings sets how long a Lease holds without renewal (leaseDuration), how long the member
@@ -51,6 +54,15 @@ func WithLeaseTimings(leaseDuration, renewDeadline, retryPeriod time.Duration) M
 		c.leaseDuration, c.renewDeadline, c.retryPeriod = leaseDuration, renewDeadline, retryPeriod
 	}
 }
+
+// WithJoinDelay sets how long a member must hold its Lease before the others hand objects over to it
+// (default 2 retry periods): a replica that restarts in a loop does not pull objects back and forth.
+// Used by a Shard.
+func WithJoinDelay(d time.Duration) MemberOption { return func(c *memberConfig) { c.joinDelay = d } }
+
+// WithResync sets how often a Shard looks at every object again, to claim any that nobody owns
+// (default 1 minute; membership changes and each object's own changes trigger a look at once).
+func WithResync(d time.Duration) MemberOption { return func(c *memberConfig) { c.resync = d } }
 
 // WithClock replaces the real clock (for tests of the timing rules).
 func WithClock(clk clock.WithTicker) MemberOption { return func(c *memberConfig) { c.clock = clk } }
@@ -92,6 +104,12 @@ func NewMember(c client.Client, ring, name, namespace string, opts ...MemberOpti
 	cfg := memberConfig{leaseDuration: DefaultLeaseDuration, renewDeadline: DefaultRenewDeadline, retryPeriod: DefaultRetryPeriod, clock: clock.RealClock{}}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.joinDelay <= 0 {
+		cfg.joinDelay = 2 * cfg.retryPeriod
+	}
+	if cfg.resync <= 0 {
+		cfg.resync = time.Minute
 	}
 	return &Member{c: c, ring: ring, name: name, namespace: namespace, cfg: cfg, seen: map[string]observation{}}
 }
@@ -197,11 +215,33 @@ func (m *Member) CanWrite() bool {
 // Observe reads the ring's Leases and returns the live members (this one included while it holds
 // its Lease) and the members whose Lease expired by this replica's clock and that nobody fenced yet.
 func (m *Member) Observe(ctx context.Context) (live, expired []string, err error) {
+	v, err := m.view(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for name := range v.live {
+		live = append(live, name)
+	}
+	slices.Sort(live)
+	return live, v.expired, nil
+}
+
+// ringView is what one observation of the ring's Leases showed.
+type ringView struct {
+	// live maps each live member to how long it has held its Lease (since its acquireTime, by the
+	// Lease's own clock: used only to delay hand-overs to a member that just joined).
+	live map[string]time.Duration
+	// expired are the members whose Lease expired by this replica's clock, not yet fenced.
+	expired []string
+}
+
+func (m *Member) view(ctx context.Context) (ringView, error) {
 	var leases coordinationv1.LeaseList
 	if err := m.c.List(ctx, &leases, client.InNamespace(m.namespace), client.MatchingLabels{RingLabel: m.ring}); err != nil {
-		return nil, nil, fmt.Errorf("list the leases of ring %s: %w", m.ring, err)
+		return ringView{}, fmt.Errorf("list the leases of ring %s: %w", m.ring, err)
 	}
 	now := m.cfg.clock.Now()
+	v := ringView{live: map[string]time.Duration{}}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, l := range leases.Items {
@@ -216,12 +256,17 @@ func (m *Member) Observe(ctx context.Context) (live, expired []string, err error
 		case holder != name:
 			// released (""), fenced ("fenced-by-..."), or taken by something else: not a member now
 		case now.Sub(prev.changed) < m.cfg.leaseDuration:
-			live = append(live, name)
+			var held time.Duration
+			if l.Spec.AcquireTime != nil {
+				held = now.Sub(l.Spec.AcquireTime.Time)
+			}
+			v.live[name] = held
 		default:
-			expired = append(expired, name)
+			v.expired = append(v.expired, name)
 		}
 	}
-	return live, expired, nil
+	slices.Sort(v.expired)
+	return v, nil
 }
 
 // Fence declares the member name dead: it writes "fenced-by-<this member>" as the holder of its Lease,

@@ -1,0 +1,552 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// LabelPrefix starts the label that assigns an object to a member of a ring: LabelPrefix+ring, whose
+// value is the member's name. The sharded object carries it, and so does every child, so that each
+// replica's cache selects exactly its share.
+const LabelPrefix = "shard.convergo.dev/"
+
+// AnnotationMovedFrom marks an object that changed member (handed over, or taken over from a member
+// that is gone); its value is the member it came from. The new member relabels the object's children,
+// read from the API server, then removes the annotation.
+const AnnotationMovedFrom = "sharding.convergo.dev/moved-from"
+
+// Label returns the label key that assigns objects to members of ring.
+func Label(ring string) string { return LabelPrefix + ring }
+
+// Config names one replica's place in a ring.
+type Config struct {
+	// Ring names the ring: one per sharded controller.
+	Ring string
+	// Member is the replica's name in the ring: stable across restarts, such as a StatefulSet pod's.
+	Member string
+	// Namespace holds the ring's Leases.
+	Namespace string
+	// ObjectNamespace, when set, limits the sharded objects to one namespace (the manager's cache
+	// must watch it); empty: all namespaces.
+	ObjectNamespace string
+}
+
+// Validate reports a Config that cannot work, saying what to change.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Ring == "" || c.Member == "" || c.Namespace == "" {
+		errs = append(errs, fmt.Errorf("sharding config %+v: ring, member and namespace are all required", c))
+	}
+	for _, msg := range validation.IsQualifiedName(Label(c.Ring)) {
+		errs = append(errs, fmt.Errorf("ring %q makes the label key %q invalid: %s", c.Ring, Label(c.Ring), msg))
+	}
+	for _, msg := range validation.IsValidLabelValue(c.Member) {
+		errs = append(errs, fmt.Errorf("member %q is not a valid label value: %s", c.Member, msg))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(c.Ring + "-" + c.Member) {
+		errs = append(errs, fmt.Errorf("lease name %q is invalid: %s; choose a shorter lower-case ring or member", c.Ring+"-"+c.Member, msg))
+	}
+	return errors.Join(errs...)
+}
+
+// Shard is one replica's share of a sharded controller. Added to the manager (mgr.Add) and given to
+// the Reconciler (reconcile.WithSharding), it
+//
+//   - holds the replica's Lease (a Member) and fences members whose Lease expired;
+//   - keeps a metadata-only view of every object of the sharded kind, to find objects nobody owns: new
+//     ones (no label), ones whose member is gone (released or fenced) and ones with a label naming no
+//     member; it claims those the ring assigns to it, with one resourceVersion-guarded patch each;
+//   - tells the Reconciler which of its objects now hash to another member, so that the Reconciler
+//     hands each over between two of its reconciles (HandOver), never during one;
+//   - guards every write: Begin refuses once the Lease was not renewed within the renew deadline, and
+//     a graceful stop waits for the reconciles in flight before it releases the Lease.
+//
+// The caches of the manager must hold only the replica's share (Config.ScopeCache).
+type Shard struct {
+	cfg    Config
+	key    string
+	member *Member
+	mcfg   memberConfig
+	gvk    schema.GroupVersionKind
+	gvr    schema.GroupVersionResource
+	meta   metadata.Interface
+	writer client.Client
+	mapper meta.RESTMapper
+	log    logr.Logger
+
+	mu sync.Mutex
+	// ring holds the ready members: an object moves from a member to another only when both are ready.
+	ring *Ring
+	// claims holds every live member, ready or not: it decides who claims an object nobody owns.
+	claims *Ring
+	// settledAt is when this member had held its Lease for the join delay: it claims nothing before,
+	// so that replicas starting together see each other before they claim.
+	settledAt time.Time
+	live      map[string]bool // live members (ready or not)
+	expired  map[string]bool // expired members nobody fenced yet
+	moved    map[types.UID]string
+	store    toolscache.Store
+	events   chan event.GenericEvent
+	inflight int
+	stopping bool
+	idle     *sync.Cond
+	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
+}
+
+// NewShard returns the shard of mgr's replica for objects of obj's kind (the sharded controller's
+// type), configured by cfg. opts set the Lease's timings and the join delay.
+func NewShard(mgr manager.Manager, cfg Config, obj client.Object, opts ...MemberOption) (*Shard, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+	if err != nil {
+		return nil, fmt.Errorf("new shard %s/%s: %w", cfg.Ring, cfg.Member, err)
+	}
+	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("new shard %s/%s: map %s: %w", cfg.Ring, cfg.Member, gvk, err)
+	}
+	mc, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("new shard %s/%s: metadata client: %w", cfg.Ring, cfg.Member, err)
+	}
+	s := &Shard{
+		cfg: cfg, key: Label(cfg.Ring), gvk: gvk, gvr: mapping.Resource, meta: mc, mapper: mgr.GetRESTMapper(),
+		log:     mgr.GetLogger().WithName("shard").WithValues("ring", cfg.Ring, "member", cfg.Member),
+		ring:    NewRing(nil),
+		claims:  NewRing(nil),
+		live:    map[string]bool{},
+		expired: map[string]bool{},
+		moved:   map[types.UID]string{},
+		events:  make(chan event.GenericEvent, 1024),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "shard-" + cfg.Ring + "-" + cfg.Member}),
+	}
+	s.idle = sync.NewCond(&s.mu)
+	s.member = NewMember(mgr.GetClient(), cfg.Ring, cfg.Member, cfg.Namespace, opts...)
+	s.mcfg = s.member.cfg
+	s.writer = s.Client(mgr.GetClient())
+	return s, nil
+}
+
+// Config returns the shard's configuration.
+func (s *Shard) Config() Config { return s.cfg }
+
+// Label returns the label key and value of the objects this shard owns.
+func (s *Shard) Label() (key, value string) { return s.key, s.cfg.Member }
+
+// Member returns the shard's membership (its Lease).
+func (s *Shard) Member() *Member { return s.member }
+
+// Events is the source of the hand-overs: the Reconciler watches it (source.Channel) and reconciles
+// each object it names, which hands the object over. Only the Reconciler given the shard reads it.
+func (s *Shard) Events() <-chan event.GenericEvent { return s.events }
+
+// NeedLeaderElection is false: every replica of a sharded controller is active.
+func (s *Shard) NeedLeaderElection() bool { return false }
+
+// Start runs the shard until ctx ends: the Lease, the view of the sharded objects, claims and fences.
+// On ctx's end it refuses new writes, waits for the reconciles in flight (at most the renew deadline),
+// then releases the Lease so that the others take the objects over at once.
+func (s *Shard) Start(ctx context.Context) error {
+	memberCtx, stopMember := context.WithCancel(context.WithoutCancel(ctx))
+	memberDone := make(chan error, 1)
+	go func() { memberDone <- s.member.Start(memberCtx) }()
+
+	informer := metadatainformer.NewFilteredMetadataInformer(s.meta, s.gvr, s.cfg.ObjectNamespace, 0, toolscache.Indexers{}, nil).Informer()
+	_ = informer.SetTransform(func(in any) (any, error) {
+		if o, ok := in.(metav1.Object); ok {
+			o.SetManagedFields(nil)
+		}
+		return in, nil
+	})
+	enqueue := func(o any) {
+		if m, ok := o.(metav1.Object); ok {
+			s.queue.Add(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
+		}
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) },
+	}); err != nil {
+		stopMember()
+		return fmt.Errorf("shard %s/%s: watch %s: %w", s.cfg.Ring, s.cfg.Member, s.gvk.Kind, err)
+	}
+	s.mu.Lock()
+	s.store = informer.GetStore()
+	s.mu.Unlock()
+	go informer.RunWithContext(ctx)
+	go s.work(ctx)
+
+	tick := s.mcfg.clock.NewTicker(s.mcfg.retryPeriod)
+	defer tick.Stop()
+	lastResync := s.mcfg.clock.Now()
+	for {
+		s.observe(ctx)
+		if s.mcfg.clock.Since(lastResync) >= s.mcfg.resync {
+			s.resync()
+			lastResync = s.mcfg.clock.Now()
+		}
+		select {
+		case <-ctx.Done():
+			s.queue.ShutDown()
+			s.drain()
+			stopMember()
+			return <-memberDone
+		case <-tick.C():
+		}
+	}
+}
+
+// observe reads the ring's Leases, fences the expired members and, when the ready members changed,
+// looks at every object again.
+func (s *Shard) observe(ctx context.Context) {
+	v, err := s.member.view(ctx)
+	if err != nil {
+		s.log.Error(err, "cannot observe the ring")
+		return
+	}
+	writable := s.member.CanWrite()
+	if writable {
+		for _, name := range v.expired {
+			if name == s.cfg.Member {
+				continue
+			}
+			if won, err := s.member.Fence(ctx, name); err != nil {
+				s.log.Error(err, "cannot fence an expired member", "expired", name)
+			} else if won {
+				s.log.Info("fenced an expired member", "expired", name)
+			}
+		}
+	}
+	ready := []string{}
+	for name, held := range v.live {
+		if name == s.cfg.Member || held >= s.mcfg.joinDelay {
+			ready = append(ready, name)
+		}
+	}
+	if writable && !slices.Contains(ready, s.cfg.Member) {
+		ready = append(ready, s.cfg.Member) // our own renewal may not be in the cache yet
+	}
+	if !writable {
+		ready = slices.DeleteFunc(ready, func(n string) bool { return n == s.cfg.Member })
+	}
+	live := slices.Collect(maps.Keys(v.live))
+	if writable && !slices.Contains(live, s.cfg.Member) {
+		live = append(live, s.cfg.Member)
+	}
+	if !writable {
+		live = slices.DeleteFunc(live, func(n string) bool { return n == s.cfg.Member })
+	}
+	ring, claims := NewRing(ready), NewRing(live)
+	now := s.mcfg.clock.Now()
+	s.mu.Lock()
+	settled := !s.settledAt.IsZero() && !now.Before(s.settledAt)
+	switch {
+	case !writable:
+		s.settledAt = time.Time{}
+	case s.settledAt.IsZero():
+		s.settledAt = now.Add(s.mcfg.joinDelay)
+	}
+	changed := !slices.Equal(ring.Members(), s.ring.Members()) || !slices.Equal(claims.Members(), s.claims.Members()) ||
+		settled != (!s.settledAt.IsZero() && !now.Before(s.settledAt)) || !maps.Equal(s.expired, setOf(v.expired))
+	s.ring, s.claims = ring, claims
+	s.live = setOf(live)
+	s.expired = setOf(v.expired)
+	s.mu.Unlock()
+	metricMembers.WithLabelValues(s.cfg.Ring, s.cfg.Member).Set(float64(len(ring.Members())))
+	if changed {
+		s.log.V(1).Info("ring changed", "members", ring.Members())
+		s.resync()
+	}
+}
+
+// resync looks at every object again, and refreshes the owned and unassigned gauges.
+func (s *Shard) resync() {
+	s.mu.Lock()
+	store := s.store
+	s.mu.Unlock()
+	if store == nil {
+		return
+	}
+	owned, unassigned := 0, 0
+	for _, o := range store.List() {
+		m, ok := o.(metav1.Object)
+		if !ok {
+			continue
+		}
+		switch s.classify(m) {
+		case classOwned, classHandOver:
+			owned++
+		case classClaim, classUnassigned:
+			unassigned++
+		}
+		s.queue.Add(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
+	}
+	metricOwned.WithLabelValues(s.cfg.Ring, s.cfg.Member).Set(float64(owned))
+	metricUnassigned.WithLabelValues(s.cfg.Ring, s.cfg.Member).Set(float64(unassigned))
+}
+
+// class is what an object is to this replica.
+type class int
+
+const (
+	classOthers     class = iota // another member's (live, or expired and not fenced yet)
+	classOwned                   // ours, and the ring agrees
+	classHandOver                // ours, and the ring assigns it to another ready member
+	classClaim                   // nobody's, and the ring assigns it to us
+	classUnassigned              // nobody's, and the ring assigns it to another member
+)
+
+func (s *Shard) classify(m metav1.Object) class {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	label := m.GetLabels()[s.key]
+	owner := s.ring.Owner(m.GetUID())
+	switch {
+	case label == s.cfg.Member && (owner == s.cfg.Member || owner == ""):
+		return classOwned
+	case label == s.cfg.Member:
+		return classHandOver
+	case label != "" && (s.live[label] || s.expired[label]):
+		return classOthers
+	case s.claims.Owner(m.GetUID()) == s.cfg.Member && !s.settledAt.IsZero() && !s.mcfg.clock.Now().Before(s.settledAt):
+		return classClaim
+	default:
+		return classUnassigned
+	}
+}
+
+// work claims the objects the queue names and tells the Reconciler about hand-overs.
+func (s *Shard) work(ctx context.Context) {
+	for {
+		key, shutdown := s.queue.Get()
+		if shutdown {
+			return
+		}
+		err := s.handle(ctx, key)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error(err, "cannot claim", "object", key)
+			s.queue.AddRateLimited(key)
+		} else {
+			s.queue.Forget(key)
+		}
+		s.queue.Done(key)
+	}
+}
+
+func (s *Shard) handle(ctx context.Context, key types.NamespacedName) error {
+	s.mu.Lock()
+	store := s.store
+	s.mu.Unlock()
+	item, exists, err := store.GetByKey(storeKey(key))
+	if err != nil || !exists {
+		return err
+	}
+	m, ok := item.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return nil
+	}
+	switch s.classify(m) {
+	case classClaim:
+		return s.claim(ctx, m)
+	case classHandOver:
+		obj := m.DeepCopy()
+		obj.SetGroupVersionKind(s.gvk)
+		select {
+		case s.events <- event.GenericEvent{Object: obj}:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+func storeKey(k types.NamespacedName) string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}
+
+// claim labels an object nobody owns with this member, under its resourceVersion; an object that
+// belonged to a member that is gone is also marked AnnotationMovedFrom, so that the Reconciler
+// relabels its children.
+func (s *Shard) claim(ctx context.Context, m *metav1.PartialObjectMetadata) error {
+	from := m.GetLabels()[s.key]
+	reason := ReasonNew
+	if from != "" {
+		reason = ReasonTakeOver
+	}
+	if err := s.relabel(ctx, m, s.cfg.Member, from); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // changed meanwhile: the informer brings the new version
+		}
+		return err
+	}
+	metricMoves.WithLabelValues(s.cfg.Ring, s.cfg.Member, reason).Inc()
+	s.log.V(1).Info("claimed", "object", client.ObjectKeyFromObject(m), "from", from, "reason", reason)
+	return nil
+}
+
+// relabel sets the shard label of m to member, and AnnotationMovedFrom to from (removed when from is
+// empty), in one patch under m's resourceVersion.
+func (s *Shard) relabel(ctx context.Context, m client.Object, member, from string) error {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(s.gvk)
+	obj.SetNamespace(m.GetNamespace())
+	obj.SetName(m.GetName())
+	patch, err := labelPatch(s.key, member, from, m.GetResourceVersion())
+	if err != nil {
+		return err
+	}
+	return s.writer.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
+// Target returns the member the ring assigns the object with uid to (this member when the ring is
+// empty).
+func (s *Shard) Target(uid types.UID) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.ring.Owner(uid); o != "" {
+		return o
+	}
+	return s.cfg.Member
+}
+
+// HandOver moves obj to the member the ring assigns it to, when that is another ready member: one
+// patch of its label under its resourceVersion, with AnnotationMovedFrom naming this member. It
+// reports whether obj moved. The caller (the Reconciler, between two reconciles of obj) stops there;
+// until its cache shows the move, Stale tells it to leave obj alone.
+func (s *Shard) HandOver(ctx context.Context, obj client.Object) (bool, error) {
+	target := s.Target(obj.GetUID())
+	if target == s.cfg.Member || obj.GetLabels()[s.key] != s.cfg.Member {
+		return false, nil
+	}
+	rv := obj.GetResourceVersion()
+	if err := s.relabel(ctx, obj, target, s.cfg.Member); err != nil {
+		return false, fmt.Errorf("hand %s over to %s: %w", client.ObjectKeyFromObject(obj), target, err)
+	}
+	s.mu.Lock()
+	if len(s.moved) > 10000 {
+		clear(s.moved)
+	}
+	s.moved[obj.GetUID()] = rv
+	s.mu.Unlock()
+	metricMoves.WithLabelValues(s.cfg.Ring, s.cfg.Member, ReasonRebalance).Inc()
+	s.log.V(1).Info("handed over", "object", client.ObjectKeyFromObject(obj), "to", target)
+	return true, nil
+}
+
+// Stale reports whether obj is a version this replica already handed over: its cache has not caught
+// up with the move yet.
+func (s *Shard) Stale(obj client.Object) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rv, ok := s.moved[obj.GetUID()]
+	return ok && rv == obj.GetResourceVersion()
+}
+
+// Begin admits one reconcile that may write: it returns false once the Lease was not renewed within
+// the renew deadline, or while the shard stops. Call end when the reconcile is over.
+func (s *Shard) Begin() (end func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping || !s.member.CanWrite() {
+		return func() {}, false
+	}
+	s.inflight++
+	return func() {
+		s.mu.Lock()
+		s.inflight--
+		s.mu.Unlock()
+		s.idle.Broadcast()
+	}, true
+}
+
+// drain refuses new reconciles and waits until those in flight ended, at most the renew deadline.
+func (s *Shard) drain() {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	deadline := time.AfterFunc(s.mcfg.renewDeadline, s.idle.Broadcast)
+	defer deadline.Stop()
+	start := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.inflight > 0 && time.Since(start) < s.mcfg.renewDeadline {
+		s.idle.Wait()
+	}
+}
+
+// TakeChildren relabels the children of owner (objects of kinds carrying the tracking label
+// ownerLabel=owner's UID), read from the API server, that do not carry this member's label yet, then
+// removes AnnotationMovedFrom from owner. The Reconciler calls it on the first reconcile of an object
+// that moved here, before anything reads its children from the cache. It returns how many children
+// it relabelled.
+func (s *Shard) TakeChildren(ctx context.Context, owner client.Object, ownerLabel string, kinds []schema.GroupVersionKind) (int, error) {
+	n := 0
+	for _, gvk := range kinds {
+		mapping, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return n, fmt.Errorf("take the %s children of %s: %w", gvk.Kind, client.ObjectKeyFromObject(owner), err)
+		}
+		list, err := s.meta.Resource(mapping.Resource).List(ctx, metav1.ListOptions{LabelSelector: ownerLabel + "=" + string(owner.GetUID())})
+		if err != nil {
+			return n, fmt.Errorf("list the %s children of %s: %w", gvk.Kind, client.ObjectKeyFromObject(owner), err)
+		}
+		for i := range list.Items {
+			child := &list.Items[i]
+			if child.Labels[s.key] == s.cfg.Member {
+				continue
+			}
+			child.SetGroupVersionKind(gvk)
+			patch, err := labelPatch(s.key, s.cfg.Member, "", "")
+			if err != nil {
+				return n, err
+			}
+			if err := s.writer.Patch(ctx, child, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+				return n, fmt.Errorf("relabel %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(child), err)
+			}
+			n++
+		}
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(s.gvk)
+	obj.SetNamespace(owner.GetNamespace())
+	obj.SetName(owner.GetName())
+	patch := []byte(`{"metadata":{"annotations":{"` + AnnotationMovedFrom + `":null}}}`)
+	if err := s.writer.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return n, fmt.Errorf("mark %s as taken: %w", client.ObjectKeyFromObject(owner), err)
+	}
+	owner.SetResourceVersion(obj.GetResourceVersion())
+	return n, nil
+}
+
+func setOf(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}

@@ -1,0 +1,746 @@
+//go:build integration
+
+package sharding_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/convergo-dev/convergo/internal/testapi"
+	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/sharding"
+	"github.com/convergo-dev/convergo/testing/harness"
+)
+
+// Timings of the sharded replicas in these tests (the Lease duration is whole seconds on the server).
+const (
+	shLease = 2 * time.Second
+	shRenew = 1500 * time.Millisecond
+	shRetry = 250 * time.Millisecond
+)
+
+var (
+	widgetsOnce   sync.Once
+	widgetsScheme *runtime.Scheme
+	widgetsErr    error
+)
+
+func widgetClient(t *testing.T, env *harness.Env) client.WithWatch {
+	t.Helper()
+	widgetsOnce.Do(func() {
+		_, widgetsErr = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{testapi.CRDDir()}})
+		if widgetsErr == nil {
+			widgetsScheme, widgetsErr = harness.NewScheme(testapi.AddToScheme)
+		}
+	})
+	if widgetsErr != nil {
+		t.Fatal(widgetsErr)
+	}
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: widgetsScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// cut makes a replica's requests fail: cutAll (a killed or partitioned process) or cutLeases (only its
+// Lease requests: a replica that can no longer renew).
+const (
+	cutNone int32 = iota
+	cutAll
+	cutLeases
+)
+
+type cutTransport struct {
+	next http.RoundTripper
+	cut  *atomic.Int32
+}
+
+func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch c.cut.Load() {
+	case cutAll:
+		return nil, errors.New("cut off")
+	case cutLeases:
+		if strings.Contains(req.URL.Path, "/leases") {
+			return nil, errors.New("lease requests cut off")
+		}
+	}
+	return c.next.RoundTrip(req)
+}
+
+// lagTransport holds every watch event back for lag before the informer sees it: a cache that lags.
+type lagTransport struct {
+	next http.RoundTripper
+	lag  time.Duration
+}
+
+func (l lagTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err != nil || l.lag == 0 || req.URL.Query().Get("watch") != "true" {
+		return resp, err
+	}
+	type chunk struct {
+		data []byte
+		at   time.Time
+	}
+	chunks := make(chan chunk, 1024)
+	body := resp.Body
+	go func() {
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := body.Read(buf)
+			if n > 0 {
+				chunks <- chunk{buf[:n], time.Now().Add(l.lag)}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	pr, pw := io.Pipe()
+	go func() {
+		for c := range chunks {
+			time.Sleep(time.Until(c.at))
+			if _, err := pw.Write(c.data); err != nil {
+				_ = body.Close()
+				break
+			}
+		}
+		_ = pw.Close()
+	}()
+	resp.Body = readCloser{Reader: pr, close: func() error { _ = pr.Close(); return body.Close() }}
+	return resp, nil
+}
+
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
+
+// monitor records which replica runs each object's reconcile, from its Children hook to its end, and
+// every overlap: two replicas in one object's reconcile at once.
+type monitor struct {
+	mu       sync.Mutex
+	running  map[string]string
+	overlaps []string
+}
+
+func (m *monitor) enter(key, replica string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if other, ok := m.running[key]; ok && other != replica {
+		m.overlaps = append(m.overlaps, fmt.Sprintf("%s reconciled by %s and %s at once", key, other, replica))
+	}
+	m.running[key] = replica
+}
+
+func (m *monitor) leave(key, replica string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.running[key] == replica {
+		delete(m.running, key)
+	}
+}
+
+func (m *monitor) check(t *testing.T) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, o := range m.overlaps {
+		t.Error(o)
+	}
+}
+
+type replica struct {
+	name    string
+	shard   *sharding.Shard
+	counter *harness.RequestCounter
+	cut     atomic.Int32
+	stop    func()
+}
+
+type ring struct {
+	t    *testing.T
+	env  *harness.Env
+	c    client.Client
+	ns   string
+	name string
+	mon  *monitor
+	lag  time.Duration
+	mu   sync.Mutex
+	reps map[string]*replica // the members: started, not stopped or cut off
+	all  []*replica
+}
+
+// newRing returns a ring of replicas of a Widget controller that shards the Widgets of ns. When the
+// test ends, it deletes the Widgets while the replicas run (they release their finalizers), then
+// stops every replica.
+func newRing(t *testing.T, env *harness.Env, c client.Client, ns, name string) *ring {
+	r := &ring{t: t, env: env, c: c, ns: ns, name: name, mon: &monitor{running: map[string]string{}}, reps: map[string]*replica{}}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = c.DeleteAllOf(ctx, &testapi.Widget{}, client.InNamespace(ns))
+		harness.Eventually(t, time.Minute, func() (bool, string) {
+			var ws testapi.WidgetList
+			if err := c.List(ctx, &ws, client.InNamespace(ns)); err != nil {
+				return false, err.Error()
+			}
+			return len(ws.Items) == 0, fmt.Sprintf("%d widgets left", len(ws.Items))
+		})
+		for _, rep := range r.all {
+			rep.stop()
+		}
+	})
+	return r
+}
+
+// start runs one replica: a manager with caches scoped to its shard, its Shard, and a Widget
+// Reconciler whose child is a ConfigMap.
+func (r *ring) start(name string) *replica {
+	t := r.t
+	rep := &replica{name: name, counter: harness.NewRequestCounter()}
+	cfg := rep.counter.Wrap(rest.CopyConfig(r.env.Config))
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return lagTransport{next: cutTransport{next: rt, cut: &rep.cut}, lag: r.lag}
+	})
+	shardCfg := sharding.Config{Ring: r.name, Member: name, Namespace: r.ns, ObjectNamespace: r.ns}
+	opts := manager.Options{
+		Scheme: widgetsScheme, Logger: logr.Discard(), Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{r.ns: {}}},
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	}
+	reconcile.LeanCache(&opts.Cache, &corev1.ConfigMap{})
+	shardCfg.ScopeCache(&opts.Cache, &testapi.Widget{}, &corev1.ConfigMap{})
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.shard, err = sharding.NewShard(mgr, shardCfg, &testapi.Widget{},
+		sharding.WithLeaseTimings(shLease, shRenew, shRetry), sharding.WithJoinDelay(2*shRetry), sharding.WithResync(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Add(rep.shard); err != nil {
+		t.Fatal(err)
+	}
+	children := func(ctx context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+		r.mon.enter(w.Namespace+"/"+w.Name, name)
+		if w.Spec.Data["slow"] != "" {
+			select {
+			case <-time.After(200 * time.Millisecond): // widens the window for an overlap
+			case <-ctx.Done():
+			}
+		}
+		g := reconcile.NewGraph()
+		g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name}, Data: w.Spec.Data})
+		return g, nil
+	}
+	observer := func(_ context.Context, req ctrl.Request) func(ctrl.Result, error) {
+		return func(ctrl.Result, error) { r.mon.leave(req.String(), name) }
+	}
+	rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: children},
+		reconcile.WithName("sharded-"+r.name), reconcile.WithOwns(&corev1.ConfigMap{}),
+		reconcile.WithSharding(rep.shard), reconcile.WithReconcileObserver(observer))
+	if err := rec.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	rep.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("replica %s: %v", name, err)
+			}
+		})
+	}
+	r.mu.Lock()
+	r.reps[name] = rep
+	r.all = append(r.all, rep)
+	r.mu.Unlock()
+	return rep
+}
+
+// members returns the names of the replicas not stopped or cut off.
+func (r *ring) members() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.reps))
+}
+
+func (r *ring) remove(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.reps, name)
+}
+
+// assignment returns each Widget's shard label, and whether every Widget is labelled with the member
+// the ring of members assigns it to, reconciled (Ready at its generation) and has its ConfigMap
+// labelled likewise and holding its data.
+func (r *ring) settled(c client.Client, members []string, generations bool) (map[string]string, bool, string) {
+	ctx := context.Background()
+	want := sharding.NewRing(members)
+	var ws testapi.WidgetList
+	if err := c.List(ctx, &ws, client.InNamespace(r.ns)); err != nil {
+		return nil, false, err.Error()
+	}
+	var cms corev1.ConfigMapList
+	if err := c.List(ctx, &cms, client.InNamespace(r.ns), client.HasLabels{ownership.LabelOwnerUID}); err != nil {
+		return nil, false, err.Error()
+	}
+	byName := map[string]corev1.ConfigMap{}
+	for _, cm := range cms.Items {
+		byName[cm.Name] = cm
+	}
+	key := sharding.Label(r.name)
+	labels := map[string]string{}
+	for _, w := range ws.Items {
+		labels[w.Name] = w.Labels[key]
+		if w.Labels[key] != want.Owner(w.UID) {
+			return labels, false, fmt.Sprintf("%s labelled %q, the ring says %q", w.Name, w.Labels[key], want.Owner(w.UID))
+		}
+		if w.Annotations[sharding.AnnotationMovedFrom] != "" {
+			return labels, false, fmt.Sprintf("%s still marked as moved", w.Name)
+		}
+		if generations && w.Status.ObservedGeneration != w.Generation {
+			return labels, false, fmt.Sprintf("%s: observed generation %d of %d", w.Name, w.Status.ObservedGeneration, w.Generation)
+		}
+		cm, ok := byName[w.Name]
+		switch {
+		case !ok:
+			return labels, false, fmt.Sprintf("%s has no ConfigMap", w.Name)
+		case cm.Labels[key] != w.Labels[key]:
+			return labels, false, fmt.Sprintf("ConfigMap %s labelled %q, its owner %q", w.Name, cm.Labels[key], w.Labels[key])
+		case generations && !maps.Equal(cm.Data, w.Spec.Data):
+			return labels, false, fmt.Sprintf("ConfigMap %s holds %v, its owner wants %v", w.Name, cm.Data, w.Spec.Data)
+		}
+	}
+	return labels, true, ""
+}
+
+// waitSettled waits until every Widget and its child are labelled as the ring of members says and
+// reconciled at the Widget's generation (nothing may change the Widgets meanwhile).
+func (r *ring) waitSettled(members []string) map[string]string {
+	r.t.Helper()
+	return r.wait(members, true)
+}
+
+// waitAssigned waits until every Widget and its child are labelled as the ring of members says.
+func (r *ring) waitAssigned(members []string) map[string]string {
+	r.t.Helper()
+	return r.wait(members, false)
+}
+
+func (r *ring) wait(members []string, generations bool) map[string]string {
+	r.t.Helper()
+	var labels map[string]string
+	harness.Eventually(r.t, 2*time.Minute, func() (bool, string) {
+		var ok bool
+		var why string
+		labels, ok, why = r.settled(r.c, members, generations)
+		return ok, why
+	})
+	return labels
+}
+
+// moves watches the Widgets of ns and records every change of their shard label until stop.
+func moves(t *testing.T, c client.WithWatch, ns, key string) (stop func() []string) {
+	t.Helper()
+	w, err := c.Watch(t.Context(), &testapi.WidgetList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var out []string
+	last := map[string]string{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			wd, ok := ev.Object.(*testapi.Widget)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			mu.Lock()
+			prev, seen := last[wd.Name]
+			now := wd.Labels[key]
+			if seen && prev != now {
+				out = append(out, fmt.Sprintf("%s: %s -> %s", wd.Name, prev, now))
+			}
+			last[wd.Name] = now
+			mu.Unlock()
+		}
+	}()
+	return func() []string {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return out
+	}
+}
+
+func createWidgets(t *testing.T, c client.Client, ns string, n int) {
+	t.Helper()
+	for i := range n {
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w%02d", i), Namespace: ns},
+			Spec: testapi.WidgetSpec{Data: map[string]string{"i": fmt.Sprint(i)}}}
+		if i%4 == 0 {
+			w.Spec.Data["slow"] = "yes"
+		}
+		if err := c.Create(t.Context(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// churn changes one Widget's spec every 100 ms until stop, to give overlaps a chance.
+func churn(c client.Client, ns string, n int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			w := &testapi.Widget{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("w%02d", i%n)}, w); err == nil {
+				w.Spec.Data["tick"] = fmt.Sprint(i)
+				_ = c.Update(ctx, w)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// writesByObject returns, per Widget name, the resources a replica wrote for it (the Widget and its
+// ConfigMap share its name).
+func writesByObject(reqs harness.Requests, ns string) map[string][]string {
+	out := map[string][]string{}
+	for _, q := range reqs.InNamespace(ns) {
+		if !q.IsWrite() || (q.Resource != "widgets" && q.Resource != "configmaps") {
+			continue
+		}
+		out[q.Name] = append(out[q.Name], q.Verb+" "+q.Resource+"/"+q.Subresource)
+	}
+	return out
+}
+
+// TestIntegrationShardedReplicas runs replicas of a Widget controller in one ring on the real API
+// server and checks the guarantees of sharding through one life: three replicas claim every new
+// object; a fourth joins and takes exactly the objects the ring moves to it, from the others only;
+// one stops gracefully and one is cut off without releasing its Lease, and the others take their
+// objects over; a bogus label is corrected. Throughout, Widgets change every 100 ms, some reconciles
+// are slow, and no object is ever reconciled by two replicas at once.
+//
+// It runs with the replicas' caches current, and with every watch event held back 300 ms.
+func TestIntegrationShardedReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lag  time.Duration
+	}{
+		{"current cache", 0},
+		{"lagging cache", 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) { shardedLife(t, tc.lag) })
+	}
+}
+
+func shardedLife(t *testing.T, lag time.Duration) {
+	env := harness.Default()
+	c := widgetClient(t, env)
+	ns := env.Namespace(t)
+	const n = 40
+	r := newRing(t, env, c, ns, "widgets")
+	r.lag = lag
+	key := sharding.Label(r.name)
+	for _, name := range []string{"a", "b", "c"} {
+		r.start(name)
+	}
+	// Widgets change every 100 ms during each transition; they stand still while the test checks
+	// that everything was reconciled.
+	createWidgets(t, c, ns, n)
+	stopChurn := churn(c, ns, n)
+	r.waitAssigned([]string{"a", "b", "c"})
+	stopChurn()
+	// New objects: each is claimed by the member the ring assigns it to, and its child follows.
+	before := r.waitSettled([]string{"a", "b", "c"})
+	for name, rep := range r.reps {
+		for obj := range writesByObject(rep.counter.Snapshot(), ns) {
+			if before[obj] != name {
+				t.Errorf("replica %s wrote %s, which belongs to %s", name, obj, before[obj])
+			}
+		}
+	}
+
+	// A member joins: exactly the objects the ring moves to it move, each once, all to it.
+	for _, rep := range r.reps {
+		rep.counter.Reset()
+	}
+	watchMoves := moves(t, c, ns, key)
+	stopChurn = churn(c, ns, n)
+	r.start("d")
+	r.waitAssigned([]string{"a", "b", "c", "d"})
+	stopChurn()
+	after := r.waitSettled([]string{"a", "b", "c", "d"})
+	ring4 := sharding.NewRing([]string{"a", "b", "c", "d"})
+	var ws testapi.WidgetList
+	if err := c.List(t.Context(), &ws, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var wantMoves []string
+	for _, w := range ws.Items {
+		if to := ring4.Owner(w.UID); to != before[w.Name] {
+			wantMoves = append(wantMoves, fmt.Sprintf("%s: %s -> %s", w.Name, before[w.Name], to))
+		}
+	}
+	gotMoves := watchMoves()
+	slices.Sort(wantMoves)
+	slices.Sort(gotMoves)
+	if diff := cmp.Diff(wantMoves, gotMoves); diff != "" {
+		t.Errorf("moves when d joined (-ring +observed):\n%s", diff)
+	}
+	t.Logf("d joined: %d of %d objects moved", len(gotMoves), n)
+	for name, rep := range r.reps {
+		for obj := range writesByObject(rep.counter.Snapshot(), ns) {
+			if after[obj] != name && before[obj] != name {
+				t.Errorf("replica %s wrote %s, which moved from %s to %s", name, obj, before[obj], after[obj])
+			}
+		}
+	}
+
+	// A graceful stop: the others take b's objects over.
+	stopChurn = churn(c, ns, n)
+	start := time.Now()
+	r.reps["b"].stop()
+	r.remove("b")
+	r.waitAssigned([]string{"a", "c", "d"})
+	t.Logf("b stopped: its objects moved in %s", time.Since(start).Round(10*time.Millisecond))
+	stopChurn()
+	r.waitSettled([]string{"a", "c", "d"})
+
+	// A replica cut off without releasing its Lease: once it is fenced, the others take its objects
+	// over. Each of its objects changes right after the cut.
+	start = time.Now()
+	r.reps["c"].cut.Store(cutAll)
+	r.remove("c")
+	bump(t, c, ns, after, "c")
+	r.waitSettled([]string{"a", "d"})
+	took := time.Since(start)
+	t.Logf("c cut off: its objects were reconciled by the others %s later (%.1f lease durations)", took.Round(10*time.Millisecond), took.Seconds()/shLease.Seconds())
+
+	// A bogus label: the resync gives the object to the member the ring names.
+	w := &testapi.Widget{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "w01"}, w); err != nil {
+		t.Fatal(err)
+	}
+	w.Labels[key] = "nobody"
+	if err := c.Update(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	r.waitSettled([]string{"a", "d"})
+	r.mon.check(t)
+}
+
+// bump changes the spec of every Widget labels assigns to member.
+func bump(t *testing.T, c client.Client, ns string, labels map[string]string, member string) {
+	t.Helper()
+	for name, l := range labels {
+		if l != member {
+			continue
+		}
+		w := &testapi.Widget{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+			t.Fatal(err)
+		}
+		w.Spec.Data["bumped"] = "yes"
+		if err := c.Update(t.Context(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// notLease keeps the requests that are not about Leases (each replica renews its own and lists the
+// ring's: the cost of membership, counted apart).
+func notLease(q harness.Request) bool { return q.Resource != "leases" }
+
+// perObject returns a replica's requests about the Widgets (and their ConfigMaps) of ns, by verb and
+// resource, and the LISTs of ConfigMaps by owner (TakeChildren's reads from the API server).
+func perObject(reqs harness.Requests, ns string) map[string]int {
+	out := map[string]int{}
+	for _, q := range reqs.Filter(notLease) {
+		if q.Verb == "watch" || (q.Namespace != ns && q.Namespace != "") {
+			continue
+		}
+		if q.Resource != "widgets" && q.Resource != "configmaps" {
+			continue
+		}
+		r := q.Resource
+		if q.Subresource != "" {
+			r += "/" + q.Subresource
+		}
+		out[q.Verb+" "+r]++
+	}
+	return out
+}
+
+// TestIntegrationShardRequests counts, with nothing else changing, the exact requests sharding costs:
+// claiming a new object, moving one to a member that joined, taking one over from a member that
+// stopped; and checks that converged replicas send none but their Lease's.
+func TestIntegrationShardRequests(t *testing.T) {
+	env := harness.Default()
+	c := widgetClient(t, env)
+	ns := env.Namespace(t)
+	const n = 12
+	r := newRing(t, env, c, ns, "quiet")
+	a := r.start("a")
+	createWidgets(t, c, ns, n)
+	r.waitSettled([]string{"a"})
+
+	// Converged: no request but the Lease's.
+	quiet := func(reps ...*replica) {
+		t.Helper()
+		for _, rep := range reps {
+			rep.counter.Reset()
+		}
+		// Two resyncs of the shard (every 2 s here) and many Lease renewals fall in this window.
+		time.Sleep(5 * time.Second)
+		for _, rep := range reps {
+			if got := rep.counter.Snapshot().Filter(notLease).Filter(func(q harness.Request) bool { return q.Verb != "watch" }); len(got) != 0 {
+				t.Errorf("replica %s, converged, sent %d requests:\n%s", rep.name, len(got), got)
+			}
+		}
+	}
+	quiet(a)
+
+	// A member joins: per moved object, the old member hands over with one patch; the new one lists
+	// the children of each type by owner, relabels each child and clears the mark.
+	a.counter.Reset()
+	b := r.start("b")
+	labels := r.waitSettled([]string{"a", "b"})
+	moved := 0
+	for _, l := range labels {
+		if l == "b" {
+			moved++
+		}
+	}
+	if moved == 0 || moved == n {
+		t.Fatalf("%d of %d objects moved to b; the ring should move some, not all", moved, n)
+	}
+	type perMove struct{ OldWrites, NewWrites, NewLists int }
+	oldReqs, newReqs := perObject(a.counter.Snapshot(), ns), perObject(b.counter.Snapshot(), ns)
+	t.Logf("%d objects moved; a sent %v, b sent %v", moved, oldReqs, newReqs)
+	got := perMove{OldWrites: oldReqs["patch widgets"] / moved,
+		NewWrites: (newReqs["patch widgets"] + newReqs["patch configmaps"]) / moved, NewLists: newReqs["list configmaps"] / moved}
+	if diff := cmp.Diff(perMove{OldWrites: 1, NewWrites: 2, NewLists: 1}, got); diff != "" ||
+		oldReqs["patch widgets"]%moved != 0 || (newReqs["patch widgets"]+newReqs["patch configmaps"])%moved != 0 {
+		t.Errorf("requests per moved object (-want +got):\n%s\na: %v\nb: %v", diff, oldReqs, newReqs)
+	}
+	quiet(a, b)
+
+	// A member stops: the survivor takes each object over with one patch, then as after a move.
+	b.counter.Reset()
+	a.stop()
+	r.remove("a")
+	r.waitSettled([]string{"b"})
+	takeover := perObject(b.counter.Snapshot(), ns)
+	taken := n - moved
+	t.Logf("%d objects taken over; b sent %v", taken, takeover)
+	if diff := cmp.Diff(map[string]int{"patch widgets": 2 * taken, "patch configmaps": taken, "list configmaps": taken}, takeover); diff != "" {
+		t.Errorf("requests to take over %d objects (-want +got):\n%s", taken, diff)
+	}
+
+	// A new object: one claim, then the reconcile any operator sends.
+	b.counter.Reset()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: ns}, Spec: testapi.WidgetSpec{Data: map[string]string{"late": "yes"}}}
+	if err := c.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	r.waitSettled([]string{"b"})
+	if got := perObject(b.counter.Snapshot(), ns)["patch widgets"]; got != 2 {
+		t.Errorf("claiming and reconciling a new object: %d Widget patches, want 2 (claim, finalizer)", got)
+	}
+	quiet(b)
+}
+
+// TestIntegrationShardZombieStopsWriting: a replica whose Lease requests fail (it can no longer
+// renew) stops writing once its renew deadline passed, before any other may take over; the survivor
+// fences its Lease and only then takes its objects.
+func TestIntegrationShardZombieStopsWriting(t *testing.T) {
+	env := harness.Default()
+	c := widgetClient(t, env)
+	ns := env.Namespace(t)
+	const n = 12
+	r := newRing(t, env, c, ns, "zombie")
+	a, b := r.start("a"), r.start("b")
+	createWidgets(t, c, ns, n)
+	r.waitSettled([]string{"a", "b"})
+	key := sharding.Label(r.name)
+	watchMoves := moves(t, c, ns, key)
+
+	a.cut.Store(cutLeases)
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		return a.shard.Writable() != nil, "a still may write"
+	})
+	// From here on a must not write. Its objects keep changing; b must take them over.
+	writesBefore := a.counter.Snapshot().Filter(notLease).Writes()
+	movesBefore := len(watchMoves())
+	if movesBefore != 0 {
+		t.Errorf("%d objects moved before a's renew deadline passed", movesBefore)
+	}
+	watchMoves = moves(t, c, ns, key)
+	stopChurn := churn(c, ns, n)
+	r.remove("a")
+	r.waitAssigned([]string{"b"})
+	stopChurn()
+	r.waitSettled([]string{"b"})
+	if got := a.counter.Snapshot().Filter(notLease).Writes() - writesBefore; got != 0 {
+		t.Errorf("a wrote %d times after its renew deadline passed", got)
+	}
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "zombie-a"}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if got := sharding.FencedBy(ptr.Deref(lease.Spec.HolderIdentity, "")); got != "b" {
+		t.Errorf("a's Lease is held by %q, want fenced by b", ptr.Deref(lease.Spec.HolderIdentity, ""))
+	}
+	if got := watchMoves(); len(got) == 0 {
+		t.Error("no object moved from a to b")
+	}
+	_ = b
+}
