@@ -104,14 +104,14 @@ type Shard struct {
 	// so that replicas starting together see each other before they claim.
 	settledAt time.Time
 	live      map[string]bool // live members (ready or not)
-	expired  map[string]bool // expired members nobody fenced yet
-	moved    map[types.UID]string
-	store    toolscache.Store
-	events   chan event.GenericEvent
-	inflight int
-	stopping bool
-	idle     *sync.Cond
-	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	expired   map[string]bool // expired members nobody fenced yet
+	moved     map[types.UID]string
+	store     toolscache.Store
+	events    chan event.GenericEvent
+	inflight  int
+	stopping  bool
+	idle      *sync.Cond
+	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
 }
 
 // NewShard returns the shard of mgr's replica for objects of obj's kind (the sharded controller's
