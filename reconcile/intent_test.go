@@ -224,11 +224,17 @@ func TestIntentHash(t *testing.T) {
 	changed.Data["y"] = "3"
 	removed := base()
 	delete(removed.Data, "y")
+	sharded := base()
+	sharded.Labels["shard.convergo.dev/welcome"] = "welcome-1"
+	otherLabel := base()
+	otherLabel.Labels["c"] = "3"
 	cases := map[string]struct {
 		obj  client.Object
 		same bool
 	}{
 		"hash annotation ignored": {obj: withHash, same: true},
+		"shard label ignored":     {obj: sharded, same: true},
+		"other label counted":     {obj: otherLabel, same: false},
 		"server state ignored":    {obj: withServerState, same: true},
 		"changed value":           {obj: changed, same: false},
 		"removed field":           {obj: removed, same: false},

@@ -132,23 +132,25 @@ func NewShard(mgr manager.Manager, cfg Config, obj client.Object, opts ...Member
 	if err != nil {
 		return nil, fmt.Errorf("new shard %s/%s: metadata client: %w", cfg.Ring, cfg.Member, err)
 	}
+	s := newShard(cfg, NewMember(mgr.GetClient(), cfg.Ring, cfg.Member, cfg.Namespace, opts...), mgr.GetClient())
+	s.gvk, s.gvr, s.meta, s.mapper = gvk, mapping.Resource, mc, mgr.GetRESTMapper()
+	s.log = mgr.GetLogger().WithName("shard").WithValues("ring", cfg.Ring, "member", cfg.Member)
+	return s, nil
+}
+
+// newShard returns the state of a shard before it starts; c writes (guarded by the shard).
+func newShard(cfg Config, member *Member, c client.Client) *Shard {
 	s := &Shard{
-		cfg: cfg, key: Label(cfg.Ring), gvk: gvk, gvr: mapping.Resource, meta: mc, mapper: mgr.GetRESTMapper(),
-		log:     mgr.GetLogger().WithName("shard").WithValues("ring", cfg.Ring, "member", cfg.Member),
-		ring:    NewRing(nil),
-		claims:  NewRing(nil),
-		live:    map[string]bool{},
-		expired: map[string]bool{},
-		moved:   map[types.UID]string{},
-		events:  make(chan event.GenericEvent, 1024),
+		cfg: cfg, key: Label(cfg.Ring), member: member, mcfg: member.cfg, log: logr.Discard(),
+		ring: NewRing(nil), claims: NewRing(nil),
+		live: map[string]bool{}, expired: map[string]bool{}, moved: map[types.UID]string{},
+		events: make(chan event.GenericEvent, 1024),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "shard-" + cfg.Ring + "-" + cfg.Member}),
 	}
 	s.idle = sync.NewCond(&s.mu)
-	s.member = NewMember(mgr.GetClient(), cfg.Ring, cfg.Member, cfg.Namespace, opts...)
-	s.mcfg = s.member.cfg
-	s.writer = s.Client(mgr.GetClient())
-	return s, nil
+	s.writer = s.Client(c)
+	return s
 }
 
 // Config returns the shard's configuration.
