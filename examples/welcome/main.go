@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/sharding"
 )
 
 // flags are the command-line options.
@@ -27,7 +30,10 @@ type flags struct {
 	leaderElect   bool
 	leaderElectNS string
 	concurrency   int
-	zap           zap.Options
+	pprofAddr     string
+	// Sharding: several active replicas, each reconciling its share (see package sharding).
+	shardRing, shardMember, shardNamespace string
+	zap                                    zap.Options
 }
 
 func main() {
@@ -38,6 +44,10 @@ func main() {
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&f.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace; required outside a cluster).")
 	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many Welcomes are reconciled at once.")
+	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "", `Address of the Go profiler's endpoints (/debug/pprof), e.g. "127.0.0.1:6060"; empty turns them off.`)
+	flag.StringVar(&f.shardRing, "shard-ring", "", "Run sharded: every replica is active and reconciles its share of the Welcomes; the ring's name. Excludes --leader-elect.")
+	flag.StringVar(&f.shardMember, "shard-member", os.Getenv("POD_NAME"), "This replica's stable name in the ring (default: $POD_NAME, a StatefulSet pod's name).")
+	flag.StringVar(&f.shardNamespace, "shard-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the ring's Leases (default: $POD_NAMESPACE).")
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
 
@@ -67,6 +77,7 @@ func run(ctx context.Context, f flags) error {
 	}
 	opts := ctrl.Options{
 		Scheme:                        scheme,
+		PprofBindAddress:              f.pprofAddr,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,
@@ -77,11 +88,33 @@ func run(ctx context.Context, f flags) error {
 	}
 	// The cache holds no managedFields, and of the child kinds only this operator's children.
 	controller.CacheOptions(&opts.Cache)
+	shardCfg := sharding.Config{Ring: f.shardRing, Member: f.shardMember, Namespace: f.shardNamespace}
+	if f.shardRing != "" {
+		if f.leaderElect {
+			return errors.New("--shard-ring and --leader-elect exclude each other: every replica of a sharded operator is active; drop --leader-elect")
+		}
+		if err := shardCfg.Validate(); err != nil {
+			return fmt.Errorf("sharding flags (--shard-ring, --shard-member, --shard-namespace): %w", err)
+		}
+		// The caches hold only this replica's share of the Welcomes and their children.
+		controller.ShardCacheOptions(&opts.Cache, shardCfg)
+	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := controller.SetupWithManager(mgr); err != nil {
+	var setupOpts []reconcile.ReconcilerOption
+	if f.shardRing != "" {
+		shard, err := sharding.NewShard(mgr, shardCfg, &v1alpha1.Welcome{})
+		if err != nil {
+			return fmt.Errorf("join ring %s: %w", f.shardRing, err)
+		}
+		if err := mgr.Add(shard); err != nil {
+			return fmt.Errorf("join ring %s: %w", f.shardRing, err)
+		}
+		setupOpts = append(setupOpts, reconcile.WithSharding(shard))
+	}
+	if err := controller.Setup(setupOpts...)(mgr); err != nil {
 		return fmt.Errorf("set up the welcome controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

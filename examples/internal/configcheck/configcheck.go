@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -71,7 +72,10 @@ func check(t *testing.T, dir, example string) {
 	if sa == nil || deploy == nil {
 		return
 	}
-	checkManager(t, deploy, sa)
+	checkManager(t, deploy.Namespace, deploy.Spec.Template.Spec, sa)
+	if _, err := os.Stat(filepath.Join(dir, "sharded")); err == nil {
+		checkSharded(t, filepath.Join(dir, "sharded"), sa)
+	}
 
 	roleName := example + "-manager-role"
 	var clusterRoles []string
@@ -107,12 +111,59 @@ func check(t *testing.T, dir, example string) {
 	}
 }
 
-// checkManager checks the operator's Deployment.
-func checkManager(t *testing.T, d *appsv1.Deployment, sa *corev1.ServiceAccount) {
+// checkSharded checks the sharded variant: the manager as a StatefulSet whose governing Service exists,
+// every replica active (no leader election) with --shard-ring, its member and Lease namespace from
+// the pod's name and namespace, and the same pod as the default variant's.
+func checkSharded(t *testing.T, dir string, sa *corev1.ServiceAccount) {
 	t.Helper()
-	pod := d.Spec.Template.Spec
-	if pod.ServiceAccountName != sa.Name || d.Namespace != sa.Namespace {
-		t.Errorf("manager runs as ServiceAccount %s/%s, want %s/%s", d.Namespace, pod.ServiceAccountName, sa.Namespace, sa.Name)
+	k := readKustomization(t, dir)
+	checkImages(t, k)
+	objs := map[string][]*unstructured.Unstructured{}
+	for _, r := range k.Resources {
+		path := filepath.Join(dir, r)
+		if info, err := os.Stat(path); err != nil {
+			t.Errorf("sharded/kustomization.yaml: %v", err)
+			continue
+		} else if info.IsDir() {
+			continue
+		}
+		for _, o := range readObjects(t, path) {
+			objs[o.GetKind()] = append(objs[o.GetKind()], o)
+		}
+	}
+	set := only[appsv1.StatefulSet](t, objs, "StatefulSet")
+	svc := only[corev1.Service](t, objs, "Service")
+	if set == nil || svc == nil {
+		return
+	}
+	if set.Spec.ServiceName != svc.Name || svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("StatefulSet's serviceName %q: want the headless Service %s", set.Spec.ServiceName, svc.Name)
+	}
+	pod := set.Spec.Template.Spec
+	checkManager(t, set.Namespace, pod, sa)
+	if len(pod.Containers) != 1 {
+		return
+	}
+	args := strings.Join(pod.Containers[0].Args, " ")
+	if !strings.Contains(args, "--shard-ring=") || strings.Contains(args, "--leader-elect") {
+		t.Errorf("sharded manager args %q: want --shard-ring and no leader election", args)
+	}
+	env := map[string]string{}
+	for _, e := range pod.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if env["POD_NAME"] != "metadata.name" || env["POD_NAMESPACE"] != "metadata.namespace" {
+		t.Errorf("sharded manager env %v: want POD_NAME and POD_NAMESPACE from the pod's metadata", env)
+	}
+}
+
+// checkManager checks the operator's pod, in namespace.
+func checkManager(t *testing.T, namespace string, pod corev1.PodSpec, sa *corev1.ServiceAccount) {
+	t.Helper()
+	if pod.ServiceAccountName != sa.Name || namespace != sa.Namespace {
+		t.Errorf("manager runs as ServiceAccount %s/%s, want %s/%s", namespace, pod.ServiceAccountName, sa.Namespace, sa.Name)
 	}
 	if psc := pod.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot ||
 		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
