@@ -1,22 +1,22 @@
-// Package sharding is the foundation of active-active operators: replicas that each reconcile a share
-// of the objects, coordinated through Kubernetes itself (Leases and labels), with no external store and
-// no webhook.
+// Package sharding runs several active replicas of one operator, each reconciling its share of the
+// objects, coordinated through Kubernetes itself (a Lease per replica, a label per object,
+// label-selected caches), with no external store and no webhook. docs/sharding.md says when to shard,
+// how it works, what it costs and how to roll out and back.
 //
-// A Member holds one replica's Lease in a ring, renews it, tells the replica's writers whether they may
-// still write (CanWrite turns false before any other replica may take over), observes which members are
-// live by its own clock, and fences a member whose Lease expired (one survivor wins, by resourceVersion).
-// A Ring assigns each object to a live member by consistent hashing of its UID: a member joining takes
-// about 1/N of the objects, all from the others, and nothing moves between the members that stay.
+// A Shard is one replica's share: added to the manager, it holds the replica's Lease (a Member),
+// fences members whose Lease expired, claims objects nobody owns (new ones, those of a member that
+// is gone, bogus labels) with resourceVersion-guarded patches, and tells the Reconciler which of its
+// objects the Ring (consistent hashing of the UID over the live members) now gives to another member;
+// reconcile.WithSharding hands them over between two reconciles, labels children with their owner's
+// member, relabels the children of an object that moved in (read from the API server), and sends
+// every write through the shard's guard, which refuses once the Lease was not renewed within the
+// renew deadline. Config.ScopeCache scopes the manager's caches to the replica's share.
 //
-//	member := sharding.NewMember(mgr.GetClient(), "welcome", os.Getenv("POD_NAME"), namespace)
-//	if err := mgr.Add(member); err != nil { // renews until the manager stops, then releases
-//		return err
-//	}
-//	live, expired, err := member.Observe(ctx)
-//	ring := sharding.NewRing(live)
-//	mine := ring.Owner(obj.GetUID()) == member.Name()
-//
-// Not built yet (issue #15): the Reconciler option that labels objects and children with their shard,
-// scopes the caches to it, claims new objects, hands objects over on joins and takes them over after
-// a fence.
+//	shardCfg := sharding.Config{Ring: "welcome", Member: os.Getenv("POD_NAME"), Namespace: os.Getenv("POD_NAMESPACE")}
+//	opts := ctrl.Options{Scheme: scheme}
+//	shardCfg.ScopeCache(&opts.Cache, &v1alpha1.Welcome{}, &corev1.ConfigMap{})
+//	mgr, err := ctrl.NewManager(cfg, opts)
+//	shard, err := sharding.NewShard(mgr, shardCfg, &v1alpha1.Welcome{})
+//	err = mgr.Add(shard)
+//	r := reconcile.NewReconciler(mgr, hooks, reconcile.WithSharding(shard), reconcile.WithOwns(&corev1.ConfigMap{}))
 package sharding

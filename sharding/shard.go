@@ -103,6 +103,7 @@ type Shard struct {
 	// settledAt is when this member had held its Lease for the join delay: it claims nothing before,
 	// so that replicas starting together see each other before they claim.
 	settledAt time.Time
+	settled   bool            // settledAt has passed, as of the last observe
 	live      map[string]bool // live members (ready or not)
 	expired   map[string]bool // expired members nobody fenced yet
 	moved     map[types.UID]string
@@ -264,15 +265,16 @@ func (s *Shard) observe(ctx context.Context) {
 	ring, claims := NewRing(ready), NewRing(live)
 	now := s.mcfg.clock.Now()
 	s.mu.Lock()
-	settled := !s.settledAt.IsZero() && !now.Before(s.settledAt)
 	switch {
 	case !writable:
 		s.settledAt = time.Time{}
 	case s.settledAt.IsZero():
 		s.settledAt = now.Add(s.mcfg.joinDelay)
 	}
+	settled := !s.settledAt.IsZero() && !now.Before(s.settledAt)
 	changed := !slices.Equal(ring.Members(), s.ring.Members()) || !slices.Equal(claims.Members(), s.claims.Members()) ||
-		settled != (!s.settledAt.IsZero() && !now.Before(s.settledAt)) || !maps.Equal(s.expired, setOf(v.expired))
+		settled != s.settled || !maps.Equal(s.expired, setOf(v.expired))
+	s.settled = settled
 	s.ring, s.claims = ring, claims
 	s.live = setOf(live)
 	s.expired = setOf(v.expired)
@@ -333,7 +335,7 @@ func (s *Shard) classify(m metav1.Object) class {
 		return classHandOver
 	case label != "" && (s.live[label] || s.expired[label]):
 		return classOthers
-	case s.claims.Owner(m.GetUID()) == s.cfg.Member && !s.settledAt.IsZero() && !s.mcfg.clock.Now().Before(s.settledAt):
+	case s.claims.Owner(m.GetUID()) == s.cfg.Member && s.settled:
 		return classClaim
 	default:
 		return classUnassigned
