@@ -118,6 +118,10 @@ bench: assets ## Benchmarks: Convergo's Welcome against an expert's and the tuto
 	$(GO) run ./bench/cmd/bench $(ARGS)
 	$(MAKE) --no-print-directory bench-micro
 
+.PHONY: bench-sharding
+bench-sharding: assets ## Heap of each of 3 sharded Welcome replicas (separate processes) against one unsharded replica (ARGS="-n 1500 -out bench/results").
+	$(GO) run ./bench/cmd/shardbench $(ARGS)
+
 .PHONY: bench-micro
 bench-micro: assets ## Go micro-benchmarks of Apply's drift check and the condition helpers, allocations reported.
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
