@@ -429,7 +429,7 @@ func inDependencyOrder(after [][]int, step func(i int)) {
 // what the child waits for, if anything.
 func applyChild(ctx context.Context, a *Applier, owner client.Object, n *Node) (cr ChildResult, waiting []string, err error) {
 	cr.Name = n.name
-	live, op, err := a.Apply(ctx, owner, n.obj)
+	live, op, err := a.Apply(ctx, owner, n.annotated())
 	switch {
 	case errors.Is(err, ErrTerminating):
 		cr.Reason = "being deleted; it is created again once it is gone"
