@@ -97,11 +97,7 @@ func (c *cluster) tree(ctx context.Context, m *meta.RESTMapping, namespace, name
 		return nil, err
 	}
 	for _, child := range live {
-		// The label alone is not enough: the endpoints controller copies a Service's labels to its
-		// Endpoints and EndpointSlices. What Convergo tracked also carries the owner's name.
-		if _, tracked := ownership.TrackedOwner(child); tracked {
-			t.Children = append(t.Children, childOf(child))
-		}
+		t.Children = append(t.Children, childOf(child))
 	}
 	t.Children = inGraphOrder(t.Children)
 	return t, nil
@@ -122,9 +118,10 @@ func ownerOf(obj *unstructured.Unstructured) Owner {
 	return o
 }
 
-// children returns the live objects that carry uid in the tracking label, of every resource the
-// server offers for listing (in its preferred version): one metadata-only list per resource, across
-// namespaces (in namespace alone when listing across them is forbidden), then one read per match.
+// children returns the live objects tracked as uid's children (see ownership.TrackedOwner), of every
+// resource the server offers for listing (in its preferred version): one metadata-only list per
+// resource by the label, across namespaces (in namespace alone when listing across them is
+// forbidden), then one read per match.
 func (c *cluster) children(ctx context.Context, uid types.UID, namespace string) ([]*unstructured.Unstructured, error) {
 	lists, err := discovery.ServerPreferredResourcesWithContext(ctx, c.discovery)
 	if err != nil {
@@ -203,6 +200,11 @@ func (c *cluster) matching(ctx context.Context, r resource, namespace string, se
 	}
 	var out []*unstructured.Unstructured
 	for _, item := range list.Items {
+		// The label alone is not enough: the endpoints controller copies a Service's labels to its
+		// Endpoints and EndpointSlices. What Convergo tracked also carries the owner's name.
+		if _, tracked := ownership.TrackedOwner(&item); !tracked {
+			continue
+		}
 		obj, err := c.dynamic.Resource(r.gvr).Namespace(item.Namespace).Get(ctx, item.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):

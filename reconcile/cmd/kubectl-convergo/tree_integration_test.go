@@ -107,6 +107,32 @@ func TestIntegrationTree(t *testing.T) {
 		}
 	})
 
+	t.Run("requests", func(t *testing.T) {
+		counter := harness.NewRequestCounter()
+		c, err := newCluster(counter.Wrap(env.Config), func(format string, args ...any) { t.Errorf("warning: "+format, args...) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.mapping(t.Context(), "welcome")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.tree(t.Context(), m, ns, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		reqs := counter.Snapshot()
+		discovery := len(reqs.Filter(func(r harness.Request) bool { return !r.ResourceRequest() }))
+		// One read of the owner and one per child; the Endpoints and the EndpointSlice that carry the
+		// Service's labels are left out by their metadata.
+		if got, want := reqs.Filter(harness.Request.ResourceRequest).Count("get", ""), 5; got != want {
+			t.Errorf("%d GETs, want %d:\n%s", got, want, reqs)
+		}
+		if got := reqs.Writes(); got != 0 {
+			t.Errorf("%d writes, want none:\n%s", got, reqs)
+		}
+		t.Logf("one tree: %d discovery requests, %d lists (one per listable resource), %d reads", discovery, reqs.Count("list", ""), reqs.Filter(harness.Request.ResourceRequest).Count("get", ""))
+	})
+
 	t.Run("through kubectl", func(t *testing.T) {
 		bin := t.TempDir()
 		build := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(bin, "kubectl-convergo"), ".")
