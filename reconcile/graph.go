@@ -338,7 +338,8 @@ const maxParallelApplies = 8
 // the child (errors of children applied at the same time are joined), and the result is returned with
 // it. A child being deleted (ErrTerminating) is not an error: it is reported not applied and not
 // ready. Children and Waiting are in topological order (see Order) whatever the order of the
-// requests.
+// requests. Each child carries its node's name and dependencies in the annotations AnnotationNode and
+// AnnotationDependsOn.
 func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*GraphResult, error) {
 	order, deps, err := g.ordered()
 	if err != nil {

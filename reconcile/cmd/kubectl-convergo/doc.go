@@ -7,7 +7,7 @@
 // `tree <resource>/<name>` (or `tree <resource> <name>`) shows a live object's Ready condition and
 // its children in the order of its graph:
 //
-//	Welcome demo/alice: Ready=True (Reconciled)
+//	Welcome demo/alice: Ready=True (Reconciled) all 3 children ready
 //	NODE        DEPENDS ON  KIND        NAME        READY  CHECK                REASON
 //	page                    ConfigMap   demo/alice  True   exists
 //	service                 Service     demo/alice  True   ServiceReady
