@@ -66,3 +66,29 @@ func TestGraphApplyRecordsNodes(t *testing.T) {
 		t.Errorf("second apply of the same graph changed children: %+v", res.Children)
 	}
 }
+
+// TestGraphApplyAnnotatesExistingChildrenOnce checks the cost of upgrading to a version that writes
+// the graph annotations: a child applied without them (as an older Convergo did) is updated once,
+// then left alone.
+func TestGraphApplyAnnotatesExistingChildrenOnce(t *testing.T) {
+	c := newFake(t, nil)
+	a := NewApplier(c, nil)
+	app := owner("app")
+	page := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "page"}, Data: map[string]string{"a": "b"}}
+	if _, op, err := a.Apply(t.Context(), app, page); err != nil || op != OperationCreated {
+		t.Fatalf("Apply without the graph: %s, %v; want Created", op, err)
+	}
+	var ops []Operation
+	for range 2 {
+		g := NewGraph()
+		g.Add("page", page)
+		res, err := g.Apply(t.Context(), a, app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, res.Child("page").Operation)
+	}
+	if diff := cmp.Diff([]Operation{OperationUpdated, OperationUnchanged}, ops); diff != "" {
+		t.Errorf("operations of two graph applies after an upgrade (-want +got):\n%s", diff)
+	}
+}

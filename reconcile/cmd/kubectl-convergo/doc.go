@@ -18,7 +18,9 @@
 // that carry the owner's UID in the tracking label convergo.dev/owner-uid and the owner's name in the
 // tracking annotation (package ownership; the endpoints controller copies a Service's labels, not its
 // annotations, to its Endpoints and EndpointSlices), in any namespace and cluster-scoped: one
-// metadata-only list per resource, then one read per match. Their
+// metadata-only list per resource, then one read per match. Where the user may list a resource only in
+// the object's namespace, it is listed there; the resources the user may not list or read are named in
+// one warning on stderr. Their
 // order comes from the annotations convergo.dev/node and convergo.dev/depends-on that
 // reconcile.Graph.Apply writes: dependencies first, in layers, by node name within a layer. Children
 // without them (applied by Applier.Apply alone, or not yet reconciled by a Convergo version that

@@ -145,12 +145,13 @@ func (c *cluster) children(ctx context.Context, uid types.UID, namespace string)
 	}
 	selector := metav1.ListOptions{LabelSelector: ownership.LabelOwnerUID + "=" + string(uid)}
 	var (
-		mu      sync.Mutex
-		found   []*unstructured.Unstructured
-		seen    = map[types.UID]bool{}
-		errs    []error
-		slots   = make(chan struct{}, maxParallelLists)
-		workers sync.WaitGroup
+		mu        sync.Mutex
+		found     []*unstructured.Unstructured
+		seen      = map[types.UID]bool{}
+		errs      []error
+		notListed []string
+		slots     = make(chan struct{}, maxParallelLists)
+		workers   sync.WaitGroup
 	)
 	for _, r := range resources {
 		workers.Go(func() {
@@ -159,7 +160,10 @@ func (c *cluster) children(ctx context.Context, uid types.UID, namespace string)
 			objs, err := c.matching(ctx, r, namespace, selector)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case errors.Is(err, errNotListed):
+				notListed = append(notListed, r.gvr.GroupResource().String())
+			case err != nil:
 				errs = append(errs, err)
 			}
 			for _, o := range objs {
@@ -174,8 +178,16 @@ func (c *cluster) children(ctx context.Context, uid types.UID, namespace string)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if len(notListed) > 0 {
+		slices.Sort(notListed)
+		c.warn("the objects of %d resources you may not list or read are not shown: %s", len(notListed), strings.Join(notListed, ", "))
+	}
 	return found, nil
 }
+
+// errNotListed is returned by matching for a resource the user may not list (or that the server does
+// not list after all).
+var errNotListed = errors.New("resource not listed")
 
 // resource is one resource the tree lists.
 type resource struct {
@@ -183,9 +195,9 @@ type resource struct {
 	namespaced bool
 }
 
-// matching lists r's objects matching selector, metadata only, and reads each match. A resource the
-// user may not list, or the server does not list after all, is left out with a warning; other errors
-// are returned.
+// matching lists r's objects matching selector, metadata only, and reads each match that is tracked
+// (not only labelled). A resource the user may not list or read, or the server does not list after
+// all, is errNotListed.
 func (c *cluster) matching(ctx context.Context, r resource, namespace string, selector metav1.ListOptions) ([]*unstructured.Unstructured, error) {
 	list, err := c.metadata.Resource(r.gvr).Namespace(metav1.NamespaceAll).List(ctx, selector)
 	if apierrors.IsForbidden(err) && r.namespaced && namespace != "" {
@@ -193,8 +205,7 @@ func (c *cluster) matching(ctx context.Context, r resource, namespace string, se
 	}
 	switch {
 	case apierrors.IsForbidden(err), apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err):
-		c.warn("cannot list %s, its objects are not shown: %v", r.gvr.GroupResource(), err)
-		return nil, nil
+		return nil, errNotListed
 	case err != nil:
 		return nil, fmt.Errorf("list %s: %w", r.gvr.GroupResource(), err)
 	}
@@ -209,6 +220,8 @@ func (c *cluster) matching(ctx context.Context, r resource, namespace string, se
 		switch {
 		case apierrors.IsNotFound(err):
 			continue // deleted since the list
+		case apierrors.IsForbidden(err):
+			return nil, errNotListed
 		case err != nil:
 			return nil, fmt.Errorf("get %s %s: %w", r.gvr.GroupResource(), namespacedName(item.Namespace, item.Name), err)
 		case obj.GetUID() != item.UID:

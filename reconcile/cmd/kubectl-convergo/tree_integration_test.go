@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,44 @@ func TestIntegrationTree(t *testing.T) {
 		}
 		if stderr.Len() > 0 {
 			t.Errorf("warnings of an admin, who may list everything:\n%s", stderr.String())
+		}
+	})
+
+	t.Run("a user who may read only the namespace's children", func(t *testing.T) {
+		role := &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"get", "list"}},
+				{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list"}},
+				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"welcomes"}, Verbs: []string{"get"}},
+			},
+		}
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "viewer"}},
+		}
+		for _, obj := range []client.Object{role, binding} {
+			if err := env.Client.Create(t.Context(), obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var stdout, stderr bytes.Buffer
+		args := []string{"tree", "welcome", "alice", "-n", ns, "--kubeconfig", env.KubeconfigPath, "--as", "viewer", "-o", "json"}
+		if code := run(t.Context(), args, &stdout, &stderr); code != 0 {
+			t.Fatalf("run %q: exit code %d\n%s", args, code, stderr.String())
+		}
+		var got Tree
+		if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+			t.Fatalf("decode %s: %v", stdout.String(), err)
+		}
+		visible := want
+		visible.Children = want.Children[:3] // not the ClusterRole
+		if diff := cmp.Diff(visible, got); diff != "" {
+			t.Errorf("tree (-want +got):\n%s", diff)
+		}
+		if !strings.Contains(stderr.String(), "clusterroles.rbac.authorization.k8s.io") {
+			t.Errorf("no warning that cluster roles are not shown:\n%s", stderr.String())
 		}
 	})
 
