@@ -96,3 +96,29 @@ func TestInGraphOrder(t *testing.T) {
 		})
 	}
 }
+
+func TestOwnerOf(t *testing.T) {
+	tests := map[string]struct {
+		manifest string
+		want     Owner
+	}{
+		"with a Ready condition": {
+			manifest: `{apiVersion: web.convergo.dev/v1alpha1, kind: Welcome, metadata: {name: alice, namespace: demo, uid: u1},
+				status: {conditions: [{type: Reconciling, status: "True", reason: Progressing},
+					{type: Ready, status: "False", reason: Progressing, message: "deployment: 1/2 replicas available"}]}}`,
+			want: Owner{APIVersion: "web.convergo.dev/v1alpha1", Kind: "Welcome", Namespace: "demo", Name: "alice", UID: "u1",
+				Ready: &Condition{Status: "False", Reason: "Progressing", Message: "deployment: 1/2 replicas available"}},
+		},
+		"cluster-scoped, no status": {
+			manifest: `{apiVersion: example.com/v1, kind: Tenant, metadata: {name: acme, uid: u2}}`,
+			want:     Owner{APIVersion: "example.com/v1", Kind: "Tenant", Name: "acme", UID: "u2"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ownerOf(object(t, tc.manifest))); diff != "" {
+				t.Errorf("ownerOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -121,7 +121,7 @@ func ownerOf(obj *unstructured.Unstructured) Owner {
 // children returns the live objects tracked as uid's children (see ownership.TrackedOwner), of every
 // resource the server offers for listing (in its preferred version): one metadata-only list per
 // resource by the label, across namespaces (in namespace alone when listing across them is
-// forbidden), then one read per match.
+// forbidden), then one read per match. The resources it cannot list are named in warnings.
 func (c *cluster) children(ctx context.Context, uid types.UID, namespace string) ([]*unstructured.Unstructured, error) {
 	lists, err := discovery.ServerPreferredResourcesWithContext(ctx, c.discovery)
 	if err != nil {
@@ -175,8 +175,11 @@ func (c *cluster) children(ctx context.Context, uid types.UID, namespace string)
 		})
 	}
 	workers.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("find children: %w", err)
+	}
+	for _, err := range errs { // one API that fails (an aggregated API that is down) hides only its objects
+		c.warn("%v; its objects are not shown", err)
 	}
 	if len(notListed) > 0 {
 		slices.Sort(notListed)
