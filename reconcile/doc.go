@@ -26,6 +26,10 @@
 //	pruned, err := a.Prune(ctx, owner, g, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.Deployment{})
 //	del, err := g.Delete(ctx, a, owner)       // reverse order, on deletion, until del.Done
 //
+// Graph.Apply records on each child its node and dependencies (AnnotationNode, AnnotationDependsOn),
+// so that `kubectl convergo tree` (reconcile/cmd/kubectl-convergo) can show a live object's children
+// in graph order.
+//
 // The Reconciler composes all of it for an API type T whose status has conditions: on every
 // request it ensures a finalizer, builds the Graph from T's spec, applies it, prunes what is no
 // longer declared, sets Ready / Reconciling / Stalled and patches the status only when it changed;

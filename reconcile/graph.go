@@ -338,7 +338,8 @@ const maxParallelApplies = 8
 // the child (errors of children applied at the same time are joined), and the result is returned with
 // it. A child being deleted (ErrTerminating) is not an error: it is reported not applied and not
 // ready. Children and Waiting are in topological order (see Order) whatever the order of the
-// requests.
+// requests. Each child carries its node's name and dependencies in the annotations AnnotationNode and
+// AnnotationDependsOn.
 func (g *Graph) Apply(ctx context.Context, a *Applier, owner client.Object) (*GraphResult, error) {
 	order, deps, err := g.ordered()
 	if err != nil {
@@ -429,7 +430,7 @@ func inDependencyOrder(after [][]int, step func(i int)) {
 // what the child waits for, if anything.
 func applyChild(ctx context.Context, a *Applier, owner client.Object, n *Node) (cr ChildResult, waiting []string, err error) {
 	cr.Name = n.name
-	live, op, err := a.Apply(ctx, owner, n.obj)
+	live, op, err := a.Apply(ctx, owner, n.annotated())
 	switch {
 	case errors.Is(err, ErrTerminating):
 		cr.Reason = "being deleted; it is created again once it is gone"

@@ -1,0 +1,55 @@
+package main
+
+// Tree is what `kubectl convergo tree` shows: an object and its children in graph order.
+type Tree struct {
+	// Owner is the object asked for.
+	Owner Owner `json:"owner"`
+	// Children are its tracked children in graph order (see inGraphOrder).
+	Children []Child `json:"children"`
+}
+
+// Owner is the object whose children are shown.
+type Owner struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	// Ready is the owner's Ready condition, nil when it has none.
+	Ready *Condition `json:"ready,omitempty"`
+}
+
+// Condition is the part of a status condition the tree shows.
+type Condition struct {
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Child is one tracked child of the owner.
+type Child struct {
+	// Node is the child's node in the owner's graph (annotation convergo.dev/node); empty when the
+	// child does not record it.
+	Node string `json:"node,omitempty"`
+	// DependsOn names the nodes the child's node depends on (annotation convergo.dev/depends-on).
+	DependsOn  []string `json:"dependsOn,omitempty"`
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Namespace  string   `json:"namespace,omitempty"`
+	Name       string   `json:"name"`
+	// Ready is the verdict of Check.
+	Ready bool `json:"ready"`
+	// Check names the rule that judged readiness: a builders function (DeploymentAvailable...),
+	// DaemonSetReady, "deleting" for a child being deleted, or "exists".
+	Check string `json:"check"`
+	// Reason says why the child is not ready.
+	Reason string `json:"reason,omitempty"`
+}
+
+// namespacedName is "namespace/name", or the name of a cluster-scoped object.
+func namespacedName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}

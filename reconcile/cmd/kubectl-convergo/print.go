@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// noNode is the NODE of a child that does not record its node.
+const noNode = "<none>"
+
+// printTable writes t as a line about the owner's Ready condition and a table of its children.
+func printTable(w io.Writer, t *Tree) error {
+	owner := fmt.Sprintf("%s %s", t.Owner.Kind, namespacedName(t.Owner.Namespace, t.Owner.Name))
+	switch r := t.Owner.Ready; {
+	case r == nil:
+		owner += ": no Ready condition"
+	default:
+		owner += ": Ready=" + r.Status
+		if r.Reason != "" {
+			owner += " (" + r.Reason + ")"
+		}
+		if r.Message != "" {
+			owner += " " + r.Message
+		}
+	}
+	if _, err := fmt.Fprintln(w, owner); err != nil {
+		return fmt.Errorf("print tree: %w", err)
+	}
+	if len(t.Children) == 0 {
+		_, err := fmt.Fprintln(w, "No children found (label convergo.dev/owner-uid="+t.Owner.UID+").")
+		if err != nil {
+			return fmt.Errorf("print tree: %w", err)
+		}
+		return nil
+	}
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tDEPENDS ON\tKIND\tNAME\tREADY\tCHECK\tREASON")
+	unrecorded := false
+	for _, c := range t.Children {
+		node := c.Node
+		if node == "" {
+			node, unrecorded = noNode, true
+		}
+		ready := "False"
+		if c.Ready {
+			ready = "True"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", node, strings.Join(c.DependsOn, ","), c.Kind,
+			namespacedName(c.Namespace, c.Name), ready, c.Check, c.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("print tree: %w", err)
+	}
+	for line := range strings.Lines(table.String()) { // no padding after the last cell of a row
+		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " \n")); err != nil {
+			return fmt.Errorf("print tree: %w", err)
+		}
+	}
+	if unrecorded {
+		if _, err := fmt.Fprintln(w, noNode+": the child records no graph node (applied without a Graph, or not reconciled since an upgrade); listed last."); err != nil {
+			return fmt.Errorf("print tree: %w", err)
+		}
+	}
+	return nil
+}
+
+// printJSON writes t as indented JSON.
+func printJSON(w io.Writer, t *Tree) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(t); err != nil {
+		return fmt.Errorf("print tree as JSON: %w", err)
+	}
+	return nil
+}

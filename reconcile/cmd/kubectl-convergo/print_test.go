@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPrintTable(t *testing.T) {
+	welcome := Owner{APIVersion: "web.convergo.dev/v1alpha1", Kind: "Welcome", Namespace: "demo", Name: "alice", UID: "u1"}
+	tests := map[string]struct {
+		tree Tree
+		want string
+	}{
+		"graph children and one without a node": {
+			tree: Tree{
+				Owner: func() Owner {
+					o := welcome
+					o.Ready = &Condition{Status: "False", Reason: "WaitingForDependencies", Message: "deployment: 1/2 replicas available"}
+					return o
+				}(),
+				Children: []Child{
+					{Node: "page", Kind: "ConfigMap", Namespace: "demo", Name: "alice", Ready: true, Check: "exists"},
+					{Node: "deployment", DependsOn: []string{"page", "secret"}, Kind: "Deployment", Namespace: "demo", Name: "alice",
+						Check: "DeploymentAvailable", Reason: "1/2 replicas available"},
+					{Kind: "ClusterRole", Name: "alice-reader", Ready: true, Check: "exists"},
+				},
+			},
+			want: `Welcome demo/alice: Ready=False (WaitingForDependencies) deployment: 1/2 replicas available
+NODE        DEPENDS ON   KIND         NAME          READY  CHECK                REASON
+page                     ConfigMap    demo/alice    True   exists
+deployment  page,secret  Deployment   demo/alice    False  DeploymentAvailable  1/2 replicas available
+<none>                   ClusterRole  alice-reader  True   exists
+<none>: the child records no graph node (applied without a Graph, or not reconciled since an upgrade); listed last.
+`,
+		},
+		"no children, no Ready condition": {
+			tree: Tree{Owner: welcome},
+			want: `Welcome demo/alice: no Ready condition
+No children found (label convergo.dev/owner-uid=u1).
+`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := printTable(&b, &tc.tree); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
+				t.Errorf("printTable (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPrintJSON(t *testing.T) {
+	tree := Tree{
+		Owner: Owner{APIVersion: "web.convergo.dev/v1alpha1", Kind: "Welcome", Namespace: "demo", Name: "alice", UID: "u1",
+			Ready: &Condition{Status: "True", Reason: "Reconciled"}},
+		Children: []Child{
+			{Node: "deployment", DependsOn: []string{"page"}, APIVersion: "apps/v1", Kind: "Deployment", Namespace: "demo", Name: "alice",
+				Ready: true, Check: "DeploymentAvailable"},
+		},
+	}
+	want := `{
+  "owner": {
+    "apiVersion": "web.convergo.dev/v1alpha1",
+    "kind": "Welcome",
+    "namespace": "demo",
+    "name": "alice",
+    "uid": "u1",
+    "ready": {
+      "status": "True",
+      "reason": "Reconciled"
+    }
+  },
+  "children": [
+    {
+      "node": "deployment",
+      "dependsOn": [
+        "page"
+      ],
+      "apiVersion": "apps/v1",
+      "kind": "Deployment",
+      "namespace": "demo",
+      "name": "alice",
+      "ready": true,
+      "check": "DeploymentAvailable"
+    }
+  ]
+}
+`
+	var b bytes.Buffer
+	if err := printJSON(&b, &tree); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("printJSON (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,198 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/status"
+	"github.com/convergo-dev/convergo/testing/harness"
+	"github.com/convergo-dev/convergo/testing/optest"
+)
+
+// Generous: the machine running the tests is often loaded.
+const timeout = 3 * time.Minute
+
+// TestMain starts a full local cluster (kwok runs the pods, so Deployments become Available) with
+// kubectl and the Welcome CRD.
+func TestMain(m *testing.M) {
+	harness.Main(m,
+		harness.WithFullCluster(),
+		harness.WithKubectl(),
+		harness.WithCRDPaths("../../../examples/welcome/config/crd/bases"),
+		harness.WithSchemeAdders(v1alpha1.AddToScheme),
+	)
+}
+
+// TestIntegrationTree runs the Welcome operator, waits until a Welcome is Ready, adds a cluster-scoped
+// object tracked as its child but applied without a graph, and runs the plugin: in process with
+// -o json, and as `kubectl convergo tree` through kubectl, which finds the built binary on PATH. Both
+// show the Welcome's children in graph order (the page and the Service, then the Deployment that
+// depends on the page), each ready by its kind's check, and the ClusterRole without a node last; not
+// the Endpoints and EndpointSlice, to which the endpoints controller copies the Service's labels.
+func TestIntegrationTree(t *testing.T) {
+	env := harness.Default()
+	env.StartManager(t, controller.Setup(), harness.WithManagerOptions(func(o *manager.Options) { controller.CacheOptions(&o.Cache) }))
+	ns := env.Namespace(t)
+
+	w := &v1alpha1.Welcome{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
+		Spec:       v1alpha1.WelcomeSpec{Name: "Alice", Replicas: ptr.To[int32](2)},
+	}
+	if err := env.Client.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForObject(t, env.Client, client.ObjectKeyFromObject(w), w, timeout,
+		optest.ConditionsAre[*v1alpha1.Welcome](map[string]string{status.Ready: "True/Reconciled"}))
+
+	extra := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-reader"}}
+	if err := ownership.Track(w, extra, env.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(t.Context(), extra); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Client.Delete(context.Background(), extra); client.IgnoreNotFound(err) != nil {
+			t.Errorf("delete %s: %v", extra.Name, err)
+		}
+	})
+
+	child := func(node, apiVersion, kind string, check string, deps ...string) Child {
+		return Child{Node: node, DependsOn: deps, APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: "alice", Ready: true, Check: check}
+	}
+	want := Tree{
+		Owner: Owner{APIVersion: "web.convergo.dev/v1alpha1", Kind: "Welcome", Namespace: ns, Name: "alice", UID: string(w.UID),
+			Ready: &Condition{Status: "True", Reason: "Reconciled", Message: "all 3 children ready"}},
+		Children: []Child{
+			child("page", "v1", "ConfigMap", "exists"),
+			child("service", "v1", "Service", "ServiceReady"),
+			child("deployment", "apps/v1", "Deployment", "DeploymentAvailable", "page"),
+			{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: extra.Name, Ready: true, Check: "exists"},
+		},
+	}
+
+	t.Run("in process, as JSON", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		args := []string{"tree", "welcome/alice", "-n", ns, "--kubeconfig", env.KubeconfigPath, "-o", "json"}
+		if code := run(t.Context(), args, &stdout, &stderr); code != 0 {
+			t.Fatalf("run %q: exit code %d\n%s", args, code, stderr.String())
+		}
+		var got Tree
+		if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+			t.Fatalf("decode %s: %v", stdout.String(), err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("tree (-want +got):\n%s", diff)
+		}
+		if stderr.Len() > 0 {
+			t.Errorf("warnings of an admin, who may list everything:\n%s", stderr.String())
+		}
+	})
+
+	t.Run("a user who may read only the namespace's children", func(t *testing.T) {
+		role := &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: []string{"get", "list"}},
+				{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list"}},
+				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"welcomes"}, Verbs: []string{"get"}},
+			},
+		}
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "viewer"}},
+		}
+		for _, obj := range []client.Object{role, binding} {
+			if err := env.Client.Create(t.Context(), obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var stdout, stderr bytes.Buffer
+		args := []string{"tree", "welcome", "alice", "-n", ns, "--kubeconfig", env.KubeconfigPath, "--as", "viewer", "-o", "json"}
+		if code := run(t.Context(), args, &stdout, &stderr); code != 0 {
+			t.Fatalf("run %q: exit code %d\n%s", args, code, stderr.String())
+		}
+		var got Tree
+		if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+			t.Fatalf("decode %s: %v", stdout.String(), err)
+		}
+		visible := want
+		visible.Children = want.Children[:3] // not the ClusterRole
+		if diff := cmp.Diff(visible, got); diff != "" {
+			t.Errorf("tree (-want +got):\n%s", diff)
+		}
+		if !strings.Contains(stderr.String(), "clusterroles.rbac.authorization.k8s.io") {
+			t.Errorf("no warning that cluster roles are not shown:\n%s", stderr.String())
+		}
+	})
+
+	t.Run("requests", func(t *testing.T) {
+		counter := harness.NewRequestCounter()
+		c, err := newCluster(counter.Wrap(env.Config), func(format string, args ...any) { t.Errorf("warning: "+format, args...) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.mapping(t.Context(), "welcome")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.tree(t.Context(), m, ns, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		reqs := counter.Snapshot()
+		discovery := len(reqs.Filter(func(r harness.Request) bool { return !r.ResourceRequest() }))
+		// One read of the owner and one per child; the Endpoints and the EndpointSlice that carry the
+		// Service's labels are left out by their metadata.
+		if got, want := reqs.Filter(harness.Request.ResourceRequest).Count("get", ""), 5; got != want {
+			t.Errorf("%d GETs, want %d:\n%s", got, want, reqs)
+		}
+		if got := reqs.Writes(); got != 0 {
+			t.Errorf("%d writes, want none:\n%s", got, reqs)
+		}
+		t.Logf("one tree: %d discovery requests, %d lists (one per listable resource), %d reads", discovery, reqs.Count("list", ""), reqs.Filter(harness.Request.ResourceRequest).Count("get", ""))
+	})
+
+	t.Run("through kubectl", func(t *testing.T) {
+		bin := t.TempDir()
+		build := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(bin, "kubectl-convergo"), ".")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		kubectl := exec.CommandContext(t.Context(), env.KubectlPath, "convergo", "tree", "welcomes.web.convergo.dev", "alice",
+			"--kubeconfig", env.KubeconfigPath, "--namespace", ns)
+		kubectl.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		var stderr bytes.Buffer
+		kubectl.Stderr = &stderr
+		out, err := kubectl.Output()
+		if err != nil {
+			t.Fatalf("kubectl convergo tree: %v\n%s", err, stderr.String())
+		}
+		var table bytes.Buffer
+		if err := printTable(&table, &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(table.String(), string(out)); diff != "" {
+			t.Errorf("kubectl convergo tree (-want +got):\n%s", diff)
+		}
+	})
+}
