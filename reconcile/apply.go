@@ -190,7 +190,8 @@ func (a *Applier) FieldManager() string { return a.cfg.fieldManager }
 // desired is a typed object (or *unstructured.Unstructured) holding only what the operator cares
 // about; it is not modified. Apply sets on a copy: the namespace (owner's, when the kind is
 // namespaced and none is set), a controller reference to owner when Kubernetes allows one (same
-// namespace, or a cluster-scoped owner), the tracking labels of package ownership on every child,
+// namespace, or a cluster-scoped owner; none for a child annotated DeletionPolicyKeep), the tracking
+// labels of package ownership on every child,
 // and the intent-hash annotation. It then reads the live child from the client (the cache):
 //
 //   - not shown by the cache: a create-only server-side apply (OperationCreated), which the API server
@@ -406,7 +407,9 @@ func (a *Applier) prepare(owner, obj client.Object, gvk schema.GroupVersionKind)
 		return nil
 	}
 	what := kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(obj))
-	if owner.GetNamespace() == "" || owner.GetNamespace() == obj.GetNamespace() {
+	// A kept child gets no controller reference, so the garbage collector never deletes it (see
+	// DeletionPolicyAnnotation); the tracking labels make it owner's.
+	if (owner.GetNamespace() == "" || owner.GetNamespace() == obj.GetNamespace()) && policyOf(obj) != policyKeep {
 		if err := ownership.SetController(owner, obj, a.scheme); err != nil {
 			return fmt.Errorf("apply %s: %w", what, err)
 		}
@@ -522,7 +525,7 @@ func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Objec
 		return nil, "", fmt.Errorf("apply %s: %w", c.what, &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
 	}
 	logf.FromContext(ctx).Info("recreating child to change immutable fields", "object", c.what, "fields", fields)
-	if _, err := a.deleteExactly(ctx, c.id, c.ownerUID(), a.proto(c.obj), live, false); err != nil {
+	if _, err := a.deleteExactly(ctx, c.id, c.ownerUID(), a.proto(c.obj), live, false, metav1.DeletePropagationBackground); err != nil {
 		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
 	}
 	result, err := a.serverSideApply(ctx, c, createOnly)
