@@ -110,7 +110,8 @@ func WithAdoptOrphans() ApplierOption {
 
 // WithRecreateOnImmutable makes Apply delete and recreate a child when the API server rejects a
 // change to an immutable field (a Deployment's selector, a Service's clusterIP, a Job's template).
-// Without it such a change is an *ImmutableFieldError.
+// Without it such a change is an *ImmutableFieldError, and so it stays for a kept child
+// (DeletionPolicyKeep), whose data recreation would lose.
 func WithRecreateOnImmutable() ApplierOption {
 	return func(c *applierConfig) { c.recreateOnImmutable = true }
 }
@@ -521,7 +522,7 @@ func identityChanged(err error) bool {
 // a deletion of the live object (UID precondition) followed by one create-only apply.
 func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Object, fields []string, cause error) (client.Object, Operation, error) {
 	childRef := ownership.Reference{Group: c.gvk.Group, Kind: c.gvk.Kind, Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID()}
-	if !a.cfg.recreateOnImmutable {
+	if !a.cfg.recreateOnImmutable || policyOf(c.obj) == policyKeep { // a kept child is never deleted
 		return nil, "", fmt.Errorf("apply %s: %w", c.what, &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
 	}
 	logf.FromContext(ctx).Info("recreating child to change immutable fields", "object", c.what, "fields", fields)

@@ -21,7 +21,8 @@ import (
 //     WithAdoptOrphans). A kept child carries no controller reference while it is owned either, only the
 //     tracking labels: the garbage collector never deletes it, even when the owner is deleted with
 //     foreground propagation (which deletes dependents before any finalizer of the owner runs) or its
-//     finalizer is removed by hand.
+//     finalizer is removed by hand. Nor is it ever recreated: with WithRecreateOnImmutable, a change to
+//     one of its immutable fields stays an *ImmutableFieldError.
 //   - DeletionPolicyForeground: the child is deleted with foreground propagation: its own dependents (a
 //     Deployment's ReplicaSets and their Pods) are gone before it is, so ordered deletion deletes what it
 //     depends on only after them. The garbage collector (kube-controller-manager) does this work; a bare

@@ -3,17 +3,23 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/convergo-dev/convergo/ownership"
 )
@@ -358,5 +364,49 @@ func TestPruneHonoursDeletionChoices(t *testing.T) {
 	res, err := a.DeleteOwned(t.Context(), app, &corev1.ConfigMap{})
 	if err != nil || childState(t, c, "data2", app) != "released" || log.deletes["data2"] != "" {
 		t.Errorf("DeleteOwned: %v, %v; data2 %s, deletes %v; want released, not deleted", res, err, childState(t, c, "data2", app), log.deletes)
+	}
+}
+
+// TestKeptChildIsNeverRecreated: WithRecreateOnImmutable deletes and recreates a child whose immutable
+// field changed, but not a kept one: its change stays an *ImmutableFieldError, and nothing is deleted.
+func TestKeptChildIsNeverRecreated(t *testing.T) {
+	for name, keep := range map[string]bool{"plain child is recreated": false, "kept child is not": true} {
+		t.Run(name, func(t *testing.T) {
+			log := &deletionLog{}
+			c := log.client(t)
+			immutable := interceptor.Funcs{Apply: func(ctx context.Context, cl client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				if u, ok := obj.(runtime.Unstructured); ok && u.UnstructuredContent()["data"].(map[string]any)["k"] == "changed" {
+					if md, _ := u.UnstructuredContent()["metadata"].(map[string]any); md["resourceVersion"] != createOnlyVersion {
+						return apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "data",
+							field.ErrorList{field.Invalid(field.NewPath("data"), "changed", "field is immutable")})
+					}
+				}
+				return guardedApply(ctx, cl, obj, opts...)
+			}}
+			c = interceptor.NewClient(c, immutable)
+			a := NewApplier(c, nil, WithRecreateOnImmutable())
+			app := owner("app")
+			desired := func(v string) *corev1.ConfigMap {
+				o := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Data: map[string]string{"k": v}}
+				if keep {
+					o.Annotations = map[string]string{DeletionPolicyAnnotation: DeletionPolicyKeep}
+				}
+				return o
+			}
+			if _, _, err := a.Apply(t.Context(), app, desired("v")); err != nil {
+				t.Fatal(err)
+			}
+			log.reset()
+			_, op, err := a.Apply(t.Context(), app, desired("changed"))
+			var immutableErr *ImmutableFieldError
+			got := fmt.Sprintf("%s, immutable error %v, deleted %v", op, errors.As(err, &immutableErr), len(log.deletes) > 0)
+			want := "Recreated, immutable error false, deleted true"
+			if keep {
+				want = ", immutable error true, deleted false"
+			}
+			if got != want {
+				t.Errorf("apply of a changed immutable field: %s (%v), want %s", got, err, want)
+			}
+		})
 	}
 }
