@@ -192,8 +192,8 @@ func (a *Applier) FieldManager() string { return a.cfg.fieldManager }
 // about; it is not modified. Apply sets on a copy: the namespace (owner's, when the kind is
 // namespaced and none is set), a controller reference to owner when Kubernetes allows one (same
 // namespace, or a cluster-scoped owner; none for a child annotated DeletionPolicyKeep), the tracking
-// labels of package ownership on every child,
-// and the intent-hash annotation. It then reads the live child from the client (the cache):
+// labels of package ownership on every child, and the intent-hash annotation. It then reads the live
+// child from the client (the cache):
 //
 //   - not shown by the cache: a create-only server-side apply (OperationCreated), which the API server
 //     refuses when the object exists although the cache does not show it (it lags, or is filtered);

@@ -125,7 +125,8 @@ func (g *Graph) Nodes() []*Node { return append([]*Node(nil), g.nodes...) }
 
 // Validate reports the first problem of the graph, deterministically: an empty or duplicate name,
 // a nil object, a deletion policy deletion cannot honour (see DeletionPropagation), two children for
-// the same object, an unknown dependency, or a cycle (named by its path, "a -> b -> a"). Every such error wraps ErrInvalidGraph.
+// the same object, an unknown dependency, or a cycle (named by its path, "a -> b -> a"). Every such
+// error wraps ErrInvalidGraph.
 func (g *Graph) Validate() error {
 	if len(g.errs) > 0 {
 		return g.errs[0]
@@ -482,14 +483,13 @@ type DeleteResult struct {
 // released instead and then counts as gone, see KeepOnDelete), concurrently with the others (at most
 // 8 at a time): a slow child holds back only the children it depends on, and when the API server
 // removes children at once (no finalizer holds them; see WithConnection) the whole graph goes in one
-// pass. A child that still exists, or whose deletion
-// failed, holds back its dependencies. Only children that are owner's (controlled by it, or tracked
-// with its UID) are deleted; an object with the same name that is not owner's does not count, and is
-// left alone. Progress is derived from live state only, so calling Delete again, after a restart, with
-// a new Graph and Applier, resumes where it stopped. Call it until the result is Done; requeue
-// meanwhile (deletions also trigger watch events). The result also says which children this pass
-// deleted and which ones it waits for; errors name the child (several are joined), and the result
-// holds what was done.
+// pass. A child that still exists, or whose deletion failed, holds back its dependencies. Only
+// children that are owner's (controlled by it, or tracked with its UID) are deleted; an object with
+// the same name that is not owner's does not count, and is left alone. Progress is derived from live
+// state only, so calling Delete again, after a restart, with a new Graph and Applier, resumes where it
+// stopped. Call it until the result is Done; requeue meanwhile (deletions also trigger watch events).
+// The result also says which children this pass deleted and which ones it waits for; errors name the
+// child (several are joined), and the result holds what was done.
 //
 // Absence is never taken from the cache alone: a child counts as gone when the API server says so (a
 // DELETE answered as removed or 404, or another UID holds the name), or when the cache saw the very
