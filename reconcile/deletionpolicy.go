@@ -15,10 +15,10 @@ import (
 // carry it directly. Deletion reads it from the live child, since a pruned child has no node any more:
 //
 //   - DeletionPolicyKeep: the child outlives its owner. On the owner's deletion, and when pruned, it is
-//     released instead of deleted: the owner's controller reference and the tracking labels and
+//     released instead of deleted: any owner reference to the owner and the tracking labels and
 //     annotations of package ownership are removed, so that neither the garbage collector nor a later
-//     owner of the same name touches it (a new owner finds an orphan, adopted only with
-//     WithAdoptOrphans). A kept child carries no controller reference while it is owned either, only the
+//     owner of the same name touches it (a new owner, or the same one declaring the child again, finds
+//     an orphan: an *OrphanError, adopted only with WithAdoptOrphans). A kept child carries no controller reference while it is owned either, only the
 //     tracking labels: the garbage collector never deletes it, even when the owner is deleted with
 //     foreground propagation (which deletes dependents before any finalizer of the owner runs) or its
 //     finalizer is removed by hand. Nor is it ever recreated: with WithRecreateOnImmutable, a change to

@@ -87,21 +87,31 @@ func ownedBy(obj, owner client.Object) string {
 // TestKeepOnDeleteOutlivesTheOwner: a Widget's kept "data" ConfigMap survives the Widget, whichever
 // propagation the Widget is deleted with, after the garbage collector has had its chance (a plain
 // ConfigMap with an owner reference to the Widget, outside the graph, is collected), and nothing of
-// the Widget is left on it. With foreground propagation the garbage collector deletes the Widget's
-// dependents before any finalizer of the Widget runs: the kept child survives that only because it
-// never had a controller reference. "app", which is not kept, is deleted.
+// the Widget is left on it; "app", which is not kept, is deleted. The Widget is deleted while the
+// operator is stopped, so that its finalizer holds it: with foreground propagation the garbage
+// collector deletes the Widget's dependents meanwhile, before any finalizer runs, and the kept child
+// survives that only because it never had an owner reference. The operator, started again, releases it
+// and removes the finalizer.
 func TestKeepOnDeleteOutlivesTheOwner(t *testing.T) {
 	for _, prop := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground} {
 		t.Run(string(prop), func(t *testing.T) {
 			env := harness.Default()
 			ns := env.Namespace(t)
-			startOperator(t, "keep-"+strings.ToLower(string(prop)), func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+			name := "keep-" + strings.ToLower(string(prop))
+			children := func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
 				g := reconcile.NewGraph()
 				g.Add("data", configMap(w.Name+"-data", "")).KeepOnDelete()
 				g.Add("app", configMap(w.Name+"-app", "")).DependsOn("data")
 				return g, nil
-			}, &corev1.ConfigMap{})
-			w := createReady(t, env, ns, "w")
+			}
+			var w *testapi.Widget
+			t.Run("converge", func(t *testing.T) { // the operator runs until this subtest ends
+				startOperator(t, name, children, &corev1.ConfigMap{})
+				w = createReady(t, env, ns, "w")
+			})
+			if t.Failed() {
+				return
+			}
 			bystander := configMap("bystander", ns)
 			bystander.OwnerReferences = []metav1.OwnerReference{{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: w.Name, UID: w.UID}}
 			if err := env.Client.Create(t.Context(), bystander); err != nil {
@@ -115,13 +125,22 @@ func TestKeepOnDeleteOutlivesTheOwner(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{"[owner-uid label owner-name annotation]", "[ownerRef owner-uid label owner-name annotation]"},
 				[]string{ownedBy(data, w), ownedBy(app, w)}); diff != "" {
-				t.Fatalf("before deletion, what data and app carry of the Widget (-want +got):\n%s", diff)
+				t.Errorf("before deletion, what data and app carry of the Widget (-want +got):\n%s", diff)
 			}
 
 			start := time.Now()
 			if err := env.Client.Delete(t.Context(), w, client.PropagationPolicy(prop)); err != nil {
 				t.Fatal(err)
 			}
+			if prop == metav1.DeletePropagationForeground {
+				// The finalizer holds the Widget; the garbage collector deletes its dependents now.
+				harness.WaitForDeletion(t, env.Client, bystander, timeout)
+				harness.WaitForDeletion(t, env.Client, app, timeout)
+				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(data), &corev1.ConfigMap{}); err != nil {
+					t.Fatalf("the garbage collector deleted the kept child before the owner's finalizer ran: %v", err)
+				}
+			}
+			startOperator(t, name, children, &corev1.ConfigMap{})
 			harness.WaitForDeletion(t, env.Client, w, timeout)
 			harness.WaitForDeletion(t, env.Client, bystander, timeout) // the garbage collector had its chance
 			harness.WaitForDeletion(t, env.Client, app, timeout)
