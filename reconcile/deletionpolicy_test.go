@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"testing"
@@ -184,7 +185,13 @@ func (l *deletionLog) client(t *testing.T) client.WithWatch {
 		l.mu.Lock()
 		l.patches = append(l.patches, obj.GetName())
 		l.mu.Unlock()
-		return patch(ctx, c, obj, p, opts...)
+		err := patch(ctx, c, obj, p, opts...)
+		if _, isStatus := err.(apierrors.APIStatus); err != nil && !isStatus {
+			// A JSON patch that does not apply (a failed test): the API server answers 422 (see
+			// apiserver's jsonPatcher.applyJSPatch), the fake client a plain error.
+			err = apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
+		return err
 	}
 	funcs.Delete = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 		o := &client.DeleteOptions{}
@@ -408,5 +415,41 @@ func TestKeptChildIsNeverRecreated(t *testing.T) {
 				t.Errorf("apply of a changed immutable field: %s (%v), want %s", got, err, want)
 			}
 		})
+	}
+}
+
+// TestReleaseFromStaleCopy: the copy judged is older than the live child (here it still carries the
+// owner reference a later apply removed): the guarded patch fails, the child is read once and released
+// from the API server's copy, and the record counts it gone, so that the stale copy is not released
+// again.
+func TestReleaseFromStaleCopy(t *testing.T) {
+	log := &deletionLog{}
+	c := log.client(t)
+	a := NewApplier(c, nil)
+	app := owner("app")
+	kept := cm("data")
+	kept.Annotations = map[string]string{DeletionPolicyAnnotation: DeletionPolicyKeep}
+	if _, _, err := a.Apply(t.Context(), app, kept); err != nil {
+		t.Fatal(err)
+	}
+	live := &corev1.ConfigMap{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "data"}, live); err != nil {
+		t.Fatal(err)
+	}
+	stale := live.DeepCopy()
+	stale.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "app", UID: app.UID, Controller: ptr.To(true)}}
+	id := objectID{gk: corev1.SchemeGroupVersion.WithKind("ConfigMap").GroupKind(), key: client.ObjectKeyFromObject(live)}
+	log.reset()
+	if step, err := a.deleteLive(t.Context(), app, id, &corev1.ConfigMap{}, stale, true, policyBackground); err != nil || step.live != nil {
+		t.Fatalf("release: %v, still there: %v", err, step.live != nil)
+	}
+	if diff := cmp.Diff([]string{"data", "data"}, log.patches); diff != "" {
+		t.Errorf("patches (-want +got): the failed one from the stale copy, then the one from the fresh copy\n%s", diff)
+	}
+	if !a.known.isGone(id, stale.UID) {
+		t.Error("the record does not count the released child gone: a cache still showing it would release it again")
+	}
+	if got := childState(t, c, "data", app); got != "released" {
+		t.Errorf("data is %s, want released", got)
 	}
 }

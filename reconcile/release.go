@@ -55,7 +55,9 @@ func (a *Applier) release(ctx context.Context, owner client.Object, id objectID,
 				a.known.confirmGone(id, owner.GetUID(), "")
 				return childDeletion{}, nil
 			case !belongsTo(fresh, owner):
-				return childDeletion{}, nil // released already, or a successor that is not ours
+				// Released already, or a successor that is not ours: the copy we had is no longer owner's.
+				a.known.confirmGone(id, owner.GetUID(), live.GetUID())
+				return childDeletion{}, nil
 			}
 			live = fresh
 		default:
