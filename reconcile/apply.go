@@ -110,7 +110,8 @@ func WithAdoptOrphans() ApplierOption {
 
 // WithRecreateOnImmutable makes Apply delete and recreate a child when the API server rejects a
 // change to an immutable field (a Deployment's selector, a Service's clusterIP, a Job's template).
-// Without it such a change is an *ImmutableFieldError.
+// Without it such a change is an *ImmutableFieldError, and so it stays for a kept child
+// (DeletionPolicyKeep), whose data recreation would lose.
 func WithRecreateOnImmutable() ApplierOption {
 	return func(c *applierConfig) { c.recreateOnImmutable = true }
 }
@@ -192,8 +193,9 @@ func (a *Applier) FieldManager() string { return a.cfg.fieldManager }
 // desired is a typed object (or *unstructured.Unstructured) holding only what the operator cares
 // about; it is not modified. Apply sets on a copy: the namespace (owner's, when the kind is
 // namespaced and none is set), a controller reference to owner when Kubernetes allows one (same
-// namespace, or a cluster-scoped owner), the tracking labels of package ownership on every child,
-// and the intent-hash annotation. It then reads the live child from the client (the cache):
+// namespace, or a cluster-scoped owner; none for a child annotated DeletionPolicyKeep), the tracking
+// labels of package ownership on every child, and the intent-hash annotation. It then reads the live
+// child from the client (the cache):
 //
 //   - not shown by the cache: a create-only server-side apply (OperationCreated), which the API server
 //     refuses when the object exists although the cache does not show it (it lags, or is filtered);
@@ -408,7 +410,9 @@ func (a *Applier) prepare(owner, obj client.Object, gvk schema.GroupVersionKind)
 		return nil
 	}
 	what := kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(obj))
-	if owner.GetNamespace() == "" || owner.GetNamespace() == obj.GetNamespace() {
+	// A kept child gets no controller reference, so the garbage collector never deletes it (see
+	// DeletionPolicyAnnotation); the tracking labels make it owner's.
+	if (owner.GetNamespace() == "" || owner.GetNamespace() == obj.GetNamespace()) && policyOf(obj) != policyKeep {
 		if err := ownership.SetController(owner, obj, a.scheme); err != nil {
 			return fmt.Errorf("apply %s: %w", what, err)
 		}
@@ -520,11 +524,11 @@ func identityChanged(err error) bool {
 // a deletion of the live object (UID precondition) followed by one create-only apply.
 func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Object, fields []string, cause error) (client.Object, Operation, error) {
 	childRef := ownership.Reference{Group: c.gvk.Group, Kind: c.gvk.Kind, Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID()}
-	if !a.cfg.recreateOnImmutable {
+	if !a.cfg.recreateOnImmutable || policyOf(c.obj) == policyKeep { // a kept child is never deleted
 		return nil, "", fmt.Errorf("apply %s: %w", c.what, &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
 	}
 	logf.FromContext(ctx).Info("recreating child to change immutable fields", "object", c.what, "fields", fields)
-	if _, err := a.deleteExactly(ctx, c.id, c.ownerUID(), a.proto(c.obj), live, false); err != nil {
+	if _, err := a.deleteExactly(ctx, c.id, c.ownerUID(), a.proto(c.obj), live, false, metav1.DeletePropagationBackground); err != nil {
 		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
 	}
 	result, err := a.serverSideApply(ctx, c, createOnly)

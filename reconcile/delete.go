@@ -52,12 +52,12 @@ const (
 	deletionRefused
 )
 
-// deleteExactly deletes exactly the object observed, live (UID precondition), its dependents in the
-// background, and records the answer in what the controller knows of id, owner's child: gone (removed
-// at once, 404, or another UID holds the name), or our DELETE accepted (seen: live came from the
-// cache).
-func (a *Applier) deleteExactly(ctx context.Context, id objectID, owner types.UID, proto, live client.Object, seen bool) (deletion, error) {
-	answer, err := a.sendDelete(ctx, live)
+// deleteExactly deletes exactly the object observed, live (UID precondition), its dependents with
+// propagation (background or foreground), and records the answer in what the controller knows of id,
+// owner's child: gone (removed at once, 404, or another UID holds the name), or our DELETE accepted
+// (seen: live came from the cache).
+func (a *Applier) deleteExactly(ctx context.Context, id objectID, owner types.UID, proto, live client.Object, seen bool, propagation metav1.DeletionPropagation) (deletion, error) {
+	answer, err := a.sendDelete(ctx, live, propagation)
 	switch answer {
 	case deletionGone, deletionRemoved:
 		a.known.confirmGone(id, owner, live.GetUID())
@@ -67,8 +67,10 @@ func (a *Applier) deleteExactly(ctx context.Context, id objectID, owner types.UI
 	return answer, err
 }
 
-// sendDelete sends the DELETE of exactly obj and classifies the answer.
-func (a *Applier) sendDelete(ctx context.Context, obj client.Object) (deletion, error) {
+// sendDelete sends the DELETE of exactly obj and classifies the answer. A foreground DELETE is always
+// accepted, never removed at once: the API server adds the foregroundDeletion finalizer, which the
+// garbage collector removes once the object's dependents are gone.
+func (a *Applier) sendDelete(ctx context.Context, obj client.Object, propagation metav1.DeletionPropagation) (deletion, error) {
 	if a.guard != nil {
 		if err := a.guard(); err != nil {
 			return deletionRefused, err
@@ -77,10 +79,10 @@ func (a *Applier) sendDelete(ctx context.Context, obj client.Object) (deletion, 
 	uid := obj.GetUID()
 	var answer deletion
 	var err error
-	if a.cfg.deleter != nil {
+	if a.cfg.deleter != nil && propagation != metav1.DeletePropagationForeground {
 		answer, err = a.cfg.deleter.delete(ctx, a.client, a.scheme, obj)
 	} else {
-		answer, err = deletionAccepted, a.client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		answer, err = deletionAccepted, a.client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(propagation))
 	}
 	switch {
 	case err == nil:

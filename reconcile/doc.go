@@ -30,6 +30,16 @@
 // so that `kubectl convergo tree` (reconcile/cmd/kubectl-convergo) can show a live object's children
 // in graph order.
 //
+// Each child chooses how it goes when its owner is deleted or the graph stops declaring it. A kept
+// child (data that must outlive the owner) is released instead of deleted: nothing of the owner is
+// left on it, and it has no owner reference even while owned, so the garbage collector never deletes
+// it. A foreground child is gone only after its own dependents (a Deployment's ReplicaSets and Pods),
+// so what it depends on goes after them. The choice is recorded on the child as
+// DeletionPolicyAnnotation, which pruning reads from the live child:
+//
+//	g.Add("data", pvc).KeepOnDelete()
+//	g.Add("web", deployment).DependsOn("data").DeletionPropagation(metav1.DeletePropagationForeground)
+//
 // The Reconciler composes all of it for an API type T whose status has conditions: on every
 // request it ensures a finalizer, builds the Graph from T's spec, applies it, prunes what is no
 // longer declared, sets Ready / Reconciling / Stalled and patches the status only when it changed;

@@ -124,8 +124,9 @@ func (g *Graph) Add(name string, obj client.Object) *Node {
 func (g *Graph) Nodes() []*Node { return append([]*Node(nil), g.nodes...) }
 
 // Validate reports the first problem of the graph, deterministically: an empty or duplicate name,
-// a nil object, two children for the same object, an unknown dependency, or a cycle (named by its
-// path, "a -> b -> a"). Every such error wraps ErrInvalidGraph.
+// a nil object, a deletion policy deletion cannot honour (see DeletionPropagation), two children for
+// the same object, an unknown dependency, or a cycle (named by its path, "a -> b -> a"). Every such
+// error wraps ErrInvalidGraph.
 func (g *Graph) Validate() error {
 	if len(g.errs) > 0 {
 		return g.errs[0]
@@ -134,6 +135,9 @@ func (g *Graph) Validate() error {
 	for _, n := range g.nodes {
 		if n.obj == nil || reflect.ValueOf(n.obj).IsNil() {
 			return fmt.Errorf("%w: child %q has no object", ErrInvalidGraph, n.name)
+		}
+		if err := checkDeletionPolicy(n); err != nil {
+			return err
 		}
 		id := objectIdentity(n.obj)
 		if other, dup := seen[id]; dup {
@@ -475,22 +479,23 @@ type DeleteResult struct {
 }
 
 // Delete removes the children in reverse dependency order and reports whether all are gone. A child
-// is deleted (background propagation, UID precondition) as soon as every child that depends on it is
-// gone, concurrently with the others (at most 8 at a time): a slow child holds back only the children
-// it depends on, and when the API server removes children at once (no finalizer holds them; see
-// WithConnection) the whole graph goes in one pass. A child that still exists, or whose deletion
-// failed, holds back its dependencies. Only children that are owner's (controlled by it, or tracked
-// with its UID) are deleted; an object with the same name that is not owner's does not count, and is
-// left alone. Progress is derived from live state only, so calling Delete again, after a restart, with
-// a new Graph and Applier, resumes where it stopped. Call it until the result is Done; requeue
-// meanwhile (deletions also trigger watch events). The result also says which children this pass
-// deleted and which ones it waits for; errors name the child (several are joined), and the result
-// holds what was done.
+// is deleted (UID precondition; background propagation, or foreground when the node or the live child
+// says so, see DeletionPropagation) as soon as every child that depends on it is gone (a kept child is
+// released instead and then counts as gone, see KeepOnDelete), concurrently with the others (at most
+// 8 at a time): a slow child holds back only the children it depends on, and when the API server
+// removes children at once (no finalizer holds them; see WithConnection) the whole graph goes in one
+// pass. A child that still exists, or whose deletion failed, holds back its dependencies. Only
+// children that are owner's (controlled by it, or tracked with its UID) are deleted; an object with
+// the same name that is not owner's does not count, and is left alone. Progress is derived from live
+// state only, so calling Delete again, after a restart, with a new Graph and Applier, resumes where it
+// stopped. Call it until the result is Done; requeue meanwhile (deletions also trigger watch events).
+// The result also says which children this pass deleted and which ones it waits for; errors name the
+// child (several are joined), and the result holds what was done.
 //
 // Absence is never taken from the cache alone: a child counts as gone when the API server says so (a
 // DELETE answered as removed or 404, or another UID holds the name), or when the cache saw the very
 // UID whose deletion this Applier sent go; a child the cache does not show is read once. Each DELETE
-// is sent once.
+// (or release) is sent once.
 func (g *Graph) Delete(ctx context.Context, a *Applier, owner client.Object) (*DeleteResult, error) {
 	order, deps, err := g.ordered()
 	if err != nil {
@@ -559,32 +564,34 @@ type childDeletion struct {
 	sent client.Object
 }
 
-// deleteIfOurs deletes desired's live object when it is owner's and not gone. Absence is never taken
+// deleteIfOurs deletes desired's live object when it is owner's and not gone, as the stronger of
+// desired's deletion policy and the live child's says (a kept child is released). Absence is never taken
 // from the cache alone: a cache miss counts as gone only when the API server said so before, or when
 // the cache showed the very UID whose deletion we sent (its informer has seen it go); otherwise the
-// child is read once from the API server. Each child's DELETE is sent once.
+// child is read once from the API server. Each child's DELETE (or release) is sent once.
 func (a *Applier) deleteIfOurs(ctx context.Context, owner, desired client.Object) (childDeletion, error) {
 	id, err := a.identityOf(desired, owner)
 	if err != nil {
 		return childDeletion{}, err
 	}
+	want := policyOf(desired)
 	cached := kobj.New(desired)
 	err = a.client.Get(ctx, id.key, cached)
 	switch {
 	case err == nil && a.known.isGone(id, cached.GetUID()):
 		return childDeletion{}, nil // the cache has not seen the deletion the API server confirmed
 	case err == nil && (belongsTo(cached, owner) || !a.known.unseenWrite(id)):
-		return a.deleteLive(ctx, owner, id, a.proto(desired), cached, true)
+		return a.deleteLive(ctx, owner, id, a.proto(desired), cached, true, want)
 	case err == nil, apierrors.IsNotFound(err) && !a.known.goneByCache(id):
-		return a.deleteRead(ctx, owner, id, a.proto(desired))
+		return a.deleteRead(ctx, owner, id, a.proto(desired), want)
 	case apierrors.IsNotFound(err):
 		return childDeletion{}, nil
 	}
 	return childDeletion{}, err
 }
 
-// deleteRead reads the child id from the API server and deletes it when it is owner's.
-func (a *Applier) deleteRead(ctx context.Context, owner client.Object, id objectID, proto client.Object) (childDeletion, error) {
+// deleteRead reads the child id from the API server and deletes it when it is owner's (see deleteLive).
+func (a *Applier) deleteRead(ctx context.Context, owner client.Object, id objectID, proto client.Object, want deletionPolicy) (childDeletion, error) {
 	fresh, err := a.readLive(ctx, id.key, proto)
 	switch {
 	case err != nil:
@@ -593,20 +600,24 @@ func (a *Applier) deleteRead(ctx context.Context, owner client.Object, id object
 		a.known.confirmGone(id, owner.GetUID(), "")
 		return childDeletion{}, nil
 	}
-	return a.deleteLive(ctx, owner, id, proto, fresh, false)
+	return a.deleteLive(ctx, owner, id, proto, fresh, false, want)
 }
 
-// deleteLive deletes live (UID precondition, background propagation) unless it is not owner's, is
-// already being deleted, or our DELETE of it was accepted before. seen says whether live came from
-// the cache.
-func (a *Applier) deleteLive(ctx context.Context, owner client.Object, id objectID, proto, live client.Object, seen bool) (childDeletion, error) {
+// deleteLive deletes live (UID precondition) unless it is not owner's, is already being deleted, or
+// our DELETE of it was accepted before; the stronger of want and live's own deletion policy decides how:
+// released when kept, else with background or foreground propagation. seen says whether live came
+// from the cache.
+func (a *Applier) deleteLive(ctx context.Context, owner client.Object, id objectID, proto, live client.Object, seen bool, want deletionPolicy) (childDeletion, error) {
+	policy := want.or(policyOf(live))
 	switch {
 	case !belongsTo(live, owner):
 		return childDeletion{}, nil // a foreign object, or a successor that is not ours: ours is gone
+	case policy == policyKeep:
+		return a.release(ctx, owner, id, proto, live)
 	case live.GetDeletionTimestamp() != nil, a.known.deleteSent(id, live.GetUID()):
 		return childDeletion{live: live}, nil // being deleted: wait for it
 	}
-	answer, err := a.deleteExactly(ctx, id, owner.GetUID(), proto, live, seen)
+	answer, err := a.deleteExactly(ctx, id, owner.GetUID(), proto, live, seen, policy.propagation())
 	switch {
 	case err != nil:
 		return childDeletion{live: live}, err

@@ -18,8 +18,13 @@ import (
 // Prune deletes the children of owner that g no longer declares: objects of the given types that
 // carry owner's tracking label (see package ownership) and are not a child of g, e.g. the Service
 // of an optional feature that was switched off. It lists through the Applier's client (the cache)
-// and deletes with a UID precondition and background propagation; objects already being deleted
-// are left alone. It returns the objects it deleted (not those the API server found already gone).
+// and deletes with a UID precondition, as the child's DeletionPolicyAnnotation says: background
+// propagation by default, foreground, or, for a kept child, no deletion at all: the child is released
+// (no longer owner's; see DeletionPolicyAnnotation), logged, and not returned. Objects already being
+// deleted are left alone. A child whose last write by this Applier the cache has not shown yet is read
+// once from the API server first, so that its deletion policy is the one last applied. It returns the
+// objects it deleted (not those the API server found already gone). Each DELETE or release is sent
+// once, however long the cache takes to show it.
 //
 // types defaults to g.Types(), which cannot contain a kind g no longer declares at all: pass every
 // kind the controller may create (the kinds it owns).
@@ -49,9 +54,32 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 			if declared[oid] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil || a.known.deleteSent(oid, item.GetUID()) {
 				continue
 			}
-			answer, err := a.deleteExactly(ctx, oid, owner.GetUID(), a.proto(t), item, true)
+			what := kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item))
+			seen := true
+			if a.known.unseenWrite(oid) {
+				// The cache has not shown our last write of it, which may have set its deletion policy.
+				fresh, err := a.readLive(ctx, oid.key, a.proto(t))
+				switch {
+				case err != nil:
+					return deleted, fmt.Errorf("prune %s: %w", what, err)
+				case fresh == nil:
+					a.known.confirmGone(oid, owner.GetUID(), "")
+					continue
+				case !belongsTo(fresh, owner) || fresh.GetDeletionTimestamp() != nil:
+					continue
+				}
+				item, seen = fresh, false
+			}
+			policy := policyOf(item)
+			if policy == policyKeep {
+				if _, err := a.release(ctx, owner, oid, a.proto(t), item); err != nil {
+					return deleted, fmt.Errorf("prune: %w", err)
+				}
+				continue
+			}
+			answer, err := a.deleteExactly(ctx, oid, owner.GetUID(), a.proto(t), item, seen, policy.propagation())
 			if err != nil {
-				return deleted, fmt.Errorf("prune %s: %w", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)), err)
+				return deleted, fmt.Errorf("prune %s: %w", what, err)
 			}
 			switch answer {
 			case deletionGone:
@@ -59,7 +87,7 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 			case deletionRefused:
 				continue // the next reconcile prunes it
 			}
-			logf.FromContext(ctx).Info("pruned child no longer declared", "object", kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item)))
+			logf.FromContext(ctx).Info("pruned child no longer declared", "object", what)
 			deleted = append(deleted, item)
 		}
 	}
@@ -74,9 +102,11 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 //
 // Children are found by their tracking label in the cache, and, since the cache may not show a child
 // written moments ago, among the children of these types the Applier wrote or deleted and the cache has
-// not confirmed: those are read from the API server. A child counts as gone only when the API server
-// said so or the cache saw the UID we deleted go; each DELETE is sent once. On error the result holds
-// what was done before it.
+// not confirmed: those are read from the API server. Each goes as its DeletionPolicyAnnotation says
+// (read from the API server when the cache has not shown the Applier's last write of it): deleted with
+// background or foreground propagation, or, when kept, released and then counted as gone. A child
+// counts as gone only when the API server said so or the cache saw the UID we deleted go; each DELETE
+// or release is sent once. On error the result holds what was done before it.
 func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ...client.Object) (*DeleteResult, error) {
 	res := &DeleteResult{}
 	listed := map[objectID]bool{}
@@ -101,7 +131,13 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 			if !belongsTo(item, owner) || a.known.isGone(id, item.GetUID()) {
 				continue
 			}
-			step, err := a.deleteLive(ctx, owner, id, a.proto(t), item, true)
+			var step childDeletion
+			if a.known.unseenWrite(id) {
+				// The cache has not shown our last write of it, which may have set its deletion policy.
+				step, err = a.deleteRead(ctx, owner, id, a.proto(t), policyBackground)
+			} else {
+				step, err = a.deleteLive(ctx, owner, id, a.proto(t), item, true, policyBackground)
+			}
 			record(step, id)
 			if err != nil {
 				return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(gvk.Kind, id.key), err)
@@ -112,7 +148,7 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 		if listed[p.id] || !kinds[p.id.gk] || a.known.goneByCache(p.id) {
 			continue
 		}
-		step, err := a.deleteRead(ctx, owner, p.id, p.proto)
+		step, err := a.deleteRead(ctx, owner, p.id, p.proto, policyBackground)
 		record(step, p.id)
 		if err != nil {
 			return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(p.id.gk.Kind, p.id.key), err)
