@@ -59,6 +59,10 @@ type Env struct {
 	// KubectlPath is the kubectl binary (assets.Kubectl, of assets.KubernetesVersion) with WithKubectl,
 	// "" otherwise. Run it with --kubeconfig=KubeconfigPath.
 	KubectlPath string
+	// Webhooks are the webhook configurations WithWebhooks installed and where they send the API
+	// server's calls (LocalServingHost, LocalServingPort, LocalServingCertDir, LocalServingCAData); nil
+	// without WithWebhooks. WebhookOptions turns them into a webhook server's options.
+	Webhooks *envtest.WebhookInstallOptions
 
 	cluster  *cluster.Cluster
 	stopOnce sync.Once
@@ -71,11 +75,12 @@ type Env struct {
 type Option func(*config)
 
 type config struct {
-	crdPaths    []string
-	adders      []func(*runtime.Scheme) error
-	assetOpts   []assets.Option
-	fullCluster *fullClusterConfig
-	kubectl     bool
+	crdPaths     []string
+	adders       []func(*runtime.Scheme) error
+	assetOpts    []assets.Option
+	fullCluster  *fullClusterConfig
+	kubectl      bool
+	webhookPaths []string
 }
 
 // WithCRDPaths installs the CustomResourceDefinitions in the given directories or files (YAML or JSON)
@@ -149,7 +154,7 @@ func NewScheme(adders ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
 
 // Start starts a control plane: kube-apiserver and etcd through controller-runtime's envtest, with
 // binaries from assets.Ensure (built from the Go module proxy on first use), or a full local cluster with
-// WithFullCluster. It installs the CRDs of WithCRDPaths and writes an admin kubeconfig. Call Stop when
+// WithFullCluster. It installs the CRDs of WithCRDPaths and the webhook configurations of WithWebhooks, and writes an admin kubeconfig. Call Stop when
 // done; in TestMain use Main instead.
 func Start(ctx context.Context, opts ...Option) (*Env, error) {
 	var cfg config
@@ -202,6 +207,7 @@ func (e *Env) startEnvtest(ctx context.Context, cfg *config) error {
 			Scheme:  e.Scheme,
 			MaxTime: crdEstablishTimeout,
 		},
+		WebhookInstallOptions:    cfg.webhookInstallOptions(),
 		ErrorIfCRDPathMissing:    true,
 		UseExistingCluster:       ptr.To(false),
 		ControlPlaneStartTimeout: componentStartTimeout,
@@ -226,6 +232,9 @@ func (e *Env) startEnvtest(ctx context.Context, cfg *config) error {
 	e.Config = restCfg
 	e.CRDs = env.CRDs
 	e.ControlPlane = &env.ControlPlane
+	if len(cfg.webhookPaths) > 0 {
+		e.Webhooks = &env.WebhookInstallOptions
+	}
 	if cfg.kubectl {
 		e.KubectlPath = filepath.Join(dir, string(assets.Kubectl))
 	}
