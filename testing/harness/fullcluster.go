@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
 	"github.com/convergo-dev/convergo/testing/assets"
 	"github.com/convergo-dev/convergo/testing/cluster"
 )
@@ -58,34 +56,6 @@ func (e *Env) startFullCluster(ctx context.Context, cfg *config) error {
 	e.KubeconfigPath = cl.KubeconfigPath
 	if cfg.kubectl {
 		e.KubectlPath = filepath.Join(dir, string(assets.Kubectl))
-	}
-	// As envtest.Environment.Start does: certificates and port first, so that the CRDs' conversion
-	// webhooks can point at them, then the CRDs, then the webhook configurations.
-	hooks := cfg.webhookInstallOptions()
-	if len(cfg.webhookPaths) > 0 {
-		e.stopFns = append(e.stopFns, hooks.Cleanup)
-		if err := hooks.PrepWithoutInstalling(); err != nil {
-			return fmt.Errorf("prepare webhooks: %w", err)
-		}
-	}
-	if len(cfg.crdPaths) > 0 {
-		crds, err := envtest.InstallCRDs(cl.Config, envtest.CRDInstallOptions{
-			Paths:              slices.Clone(cfg.crdPaths),
-			Scheme:             e.Scheme,
-			ErrorIfPathMissing: true,
-			MaxTime:            crdEstablishTimeout,
-			WebhookOptions:     hooks,
-		})
-		if err != nil {
-			return fmt.Errorf("install CRDs: %w", err)
-		}
-		e.CRDs = crds
-	}
-	if len(cfg.webhookPaths) > 0 {
-		if err := hooks.Install(cl.Config); err != nil {
-			return fmt.Errorf("install webhooks: %w", err)
-		}
-		e.Webhooks = &hooks
 	}
 	return nil
 }

@@ -32,7 +32,8 @@ const webhookServeTimeout = time.Minute
 // url: https://127.0.0.1:<port>/<the Service's path>, with the CA as caBundle. CRDs of WithCRDPaths
 // whose kinds are convertible in the scheme (conversion.Hub and conversion.Convertible, as
 // controller-runtime's conversion webhook requires) get conversion strategy Webhook at
-// https://127.0.0.1:<port>/convert, as envtest does.
+// https://127.0.0.1:<port>/convert, as envtest does (without WithWebhooks, CRDs keep the conversion
+// their manifests give).
 //
 // The test's webhook server serves there: Env.WebhookOptions gives its host, port and certificate
 // directory, and a manager started by StartManager serves the webhooks it registers there.
