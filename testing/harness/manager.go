@@ -53,8 +53,8 @@ func WithManagerOptions(f func(*manager.Options)) ManagerOption {
 // until the test ends and waits for its caches to sync before returning. With WithWebhooks, the
 // manager's webhook server serves where the installed configurations point (WebhookOptions), and when
 // setup registered a webhook (builder.WebhookManagedBy, say) StartManager also waits until the server
-// answers. At cleanup the manager is
-// stopped and waited for; an error from it fails the test. The manager's client reads from its cache.
+// answers. At cleanup the manager is stopped and waited for; an error from it fails the test. The
+// manager's client reads from its cache.
 func (e *Env) StartManager(t testing.TB, setup func(mgr manager.Manager) error, opts ...ManagerOption) manager.Manager {
 	t.Helper()
 	mc := managerConfig{restConfig: e.Config}
