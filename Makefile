@@ -40,11 +40,14 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the examples' API type
 	done
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC for the examples.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and (where config/webhook exists) webhook configurations for the examples.
 	@for ex in $(EXAMPLES); do \
 	  if [ -d examples/$$ex/api ]; then \
 	    $(CONTROLLER_GEN) crd paths=./examples/$$ex/api/... output:crd:artifacts:config=examples/$$ex/config/crd/bases; \
 	    $(CONTROLLER_GEN) rbac:roleName=$$ex-manager-role paths=./examples/$$ex/... output:rbac:artifacts:config=examples/$$ex/config/rbac; \
+	    if [ -d examples/$$ex/config/webhook ]; then \
+	      $(CONTROLLER_GEN) webhook paths=./examples/$$ex/... output:webhook:artifacts:config=examples/$$ex/config/webhook; \
+	    fi; \
 	  fi; \
 	done
 

@@ -14,9 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/memcached/controller"
+	mcwebhook "github.com/convergo-dev/convergo/examples/memcached/webhook"
 )
 
 // flags are the command-line options.
@@ -27,7 +29,12 @@ type flags struct {
 	leaderElect   bool
 	leaderElectNS string
 	concurrency   int
-	zap           zap.Options
+	// webhookHost, webhookPort and webhookCertPath place the webhook server (9443 and
+	// controller-runtime's certificate directory by default); it runs unless ENABLE_WEBHOOKS=false.
+	webhookHost     string
+	webhookPort     int
+	webhookCertPath string
+	zap             zap.Options
 }
 
 func main() {
@@ -38,6 +45,9 @@ func main() {
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&f.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace; required outside a cluster).")
 	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many Memcacheds are reconciled at once.")
+	flag.StringVar(&f.webhookHost, "webhook-host", "", `Address the webhook server listens on ("": all).`)
+	flag.IntVar(&f.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the webhook server.")
+	flag.StringVar(&f.webhookCertPath, "webhook-cert-path", "", "Directory of the webhook server's tls.crt and tls.key (default: controller-runtime's, <temp>/k8s-webhook-server/serving-certs).")
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
 
@@ -48,8 +58,12 @@ func main() {
 	}
 }
 
-// run starts the manager and blocks until ctx is done.
+// run starts the manager and blocks until ctx is done. The defaulting webhook is served unless the
+// environment sets ENABLE_WEBHOOKS=false (kubebuilder's switch, for `ENABLE_WEBHOOKS=false go run
+// ./examples/memcached` against a cluster that has the CRDs but not the webhook configuration).
 func run(ctx context.Context, f flags) error {
+	enableWebhooks := os.Getenv("ENABLE_WEBHOOKS") != "false"
+
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
@@ -74,6 +88,7 @@ func run(ctx context.Context, f flags) error {
 		LeaderElectionNamespace:       f.leaderElectNS,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{MaxConcurrentReconciles: f.concurrency},
+		WebhookServer:                 webhook.NewServer(webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertPath}),
 	}
 	// The cache holds no managedFields, and of the child kinds only this operator's children.
 	controller.CacheOptions(&opts.Cache)
@@ -84,11 +99,22 @@ func run(ctx context.Context, f flags) error {
 	if err := controller.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the memcached controller: %w", err)
 	}
+	if enableWebhooks {
+		if err := mcwebhook.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("add readiness check: %w", err)
+	}
+	if enableWebhooks {
+		// Ready once the webhook server answers over TLS, so that a rollout waits for it.
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return fmt.Errorf("add webhook readiness check: %w", err)
+		}
 	}
 	ctrl.Log.Info("starting the memcached operator")
 	if err := mgr.Start(ctx); err != nil {

@@ -34,6 +34,19 @@
 //	env, err := harness.Start(ctx, harness.WithKubectl())
 //	stdout, stderr, err := env.ControlPlane.KubeCtl().Run("get", "namespaces")
 //
+// With WithWebhooks, Start installs the webhook configurations of kubebuilder's config/webhook, each
+// Service replaced by https://127.0.0.1:<port>/<path> and a caBundle of a CA it made, and CRDs whose
+// types are convertible in the scheme get a conversion webhook on the same server (envtest's
+// WebhookInstallOptions, in plain and full-cluster mode). A manager from StartManager serves the webhooks
+// its setup registers there and returns once the server answers; an operator's main run by the test
+// takes Env.WebhookOptions for its webhook server, and WaitForWebhookServer waits for it:
+//
+//	harness.Main(m, harness.WithCRDPaths("../config/crd/bases"), harness.WithWebhooks("../config/webhook"))
+//
+//	env.StartManager(t, func(mgr manager.Manager) error {
+//		return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.Widget{}).WithDefaulter(widgetDefaulter{}).Complete()
+//	})
+//
 // testing/optest builds the steps of an operator's tests on it (objects with cleanups, conflict-retrying
 // updates, condition matchers, Deployments marked available, and ExpectNoRequests, which follows each
 // change until the reconcile that read it and counts the requests meanwhile); testing/schematest checks

@@ -1,13 +1,16 @@
 package harness_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -53,4 +56,42 @@ func ExampleEnv_Namespace() {
 		}
 	}
 	_ = testSomething
+}
+
+// A test of an operator's webhooks: TestMain installs kubebuilder's config/webhook pointing at the
+// test's webhook server, and a manager started by the harness serves the webhooks its setup registers.
+func ExampleWithWebhooks() {
+	// func TestMain(m *testing.M) {
+	//	harness.Main(m, harness.WithCRDPaths("../config/crd/bases"), harness.WithWebhooks("../config/webhook"))
+	// }
+	testDefaulting := func(t *testing.T) {
+		env := harness.Default()
+		ns := env.Namespace(t)
+		env.StartManager(t, func(mgr manager.Manager) error {
+			// The path, /mutate--v1-configmap, is the one controller-gen writes into manifests.yaml.
+			return builder.WebhookManagedBy(mgr, &corev1.ConfigMap{}).WithDefaulter(configMapDefaulter{}).Complete()
+		})
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}
+		if err := env.Client.Create(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		if cm.Data["defaulted-by"] == "" {
+			t.Errorf("the API server did not call the defaulting webhook: %v", cm.Data)
+		}
+	}
+	_ = testDefaulting
+	// An operator's main started by the test serves them with its own webhook server instead:
+	//	srv := webhook.NewServer(env.WebhookOptions())
+	//	env.WaitForWebhookServer(t, time.Minute) // once the operator runs
+}
+
+// configMapDefaulter is the webhook of ExampleWithWebhooks.
+type configMapDefaulter struct{}
+
+func (configMapDefaulter) Default(_ context.Context, cm *corev1.ConfigMap) error {
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data["defaulted-by"] = "webhook"
+	return nil
 }

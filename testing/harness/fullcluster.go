@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
 	"github.com/convergo-dev/convergo/testing/assets"
 	"github.com/convergo-dev/convergo/testing/cluster"
 )
@@ -58,18 +56,6 @@ func (e *Env) startFullCluster(ctx context.Context, cfg *config) error {
 	e.KubeconfigPath = cl.KubeconfigPath
 	if cfg.kubectl {
 		e.KubectlPath = filepath.Join(dir, string(assets.Kubectl))
-	}
-	if len(cfg.crdPaths) > 0 {
-		crds, err := envtest.InstallCRDs(cl.Config, envtest.CRDInstallOptions{
-			Paths:              slices.Clone(cfg.crdPaths),
-			Scheme:             e.Scheme,
-			ErrorIfPathMissing: true,
-			MaxTime:            crdEstablishTimeout,
-		})
-		if err != nil {
-			return fmt.Errorf("install CRDs: %w", err)
-		}
-		e.CRDs = crds
 	}
 	return nil
 }

@@ -59,6 +59,10 @@ type Env struct {
 	// KubectlPath is the kubectl binary (assets.Kubectl, of assets.KubernetesVersion) with WithKubectl,
 	// "" otherwise. Run it with --kubeconfig=KubeconfigPath.
 	KubectlPath string
+	// Webhooks are the webhook configurations WithWebhooks installed and where they send the API
+	// server's calls (LocalServingHost, LocalServingPort, LocalServingCertDir, LocalServingCAData); nil
+	// without WithWebhooks. WebhookOptions turns them into a webhook server's options.
+	Webhooks *envtest.WebhookInstallOptions
 
 	cluster  *cluster.Cluster
 	stopOnce sync.Once
@@ -71,11 +75,12 @@ type Env struct {
 type Option func(*config)
 
 type config struct {
-	crdPaths    []string
-	adders      []func(*runtime.Scheme) error
-	assetOpts   []assets.Option
-	fullCluster *fullClusterConfig
-	kubectl     bool
+	crdPaths     []string
+	adders       []func(*runtime.Scheme) error
+	assetOpts    []assets.Option
+	fullCluster  *fullClusterConfig
+	kubectl      bool
+	webhookPaths []string
 }
 
 // WithCRDPaths installs the CustomResourceDefinitions in the given directories or files (YAML or JSON)
@@ -149,8 +154,8 @@ func NewScheme(adders ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
 
 // Start starts a control plane: kube-apiserver and etcd through controller-runtime's envtest, with
 // binaries from assets.Ensure (built from the Go module proxy on first use), or a full local cluster with
-// WithFullCluster. It installs the CRDs of WithCRDPaths and writes an admin kubeconfig. Call Stop when
-// done; in TestMain use Main instead.
+// WithFullCluster. It installs the CRDs of WithCRDPaths and the webhook configurations of
+// WithWebhooks, and writes an admin kubeconfig. Call Stop when done; in TestMain use Main instead.
 func Start(ctx context.Context, opts ...Option) (*Env, error) {
 	var cfg config
 	for _, o := range opts {
@@ -172,6 +177,9 @@ func Start(ctx context.Context, opts ...Option) (*Env, error) {
 		startErr = e.startFullCluster(ctx, &cfg)
 	} else {
 		startErr = e.startEnvtest(ctx, &cfg)
+	}
+	if startErr == nil {
+		startErr = e.install(&cfg)
 	}
 	if startErr == nil {
 		startErr = e.finish()
@@ -197,12 +205,9 @@ func (e *Env) startEnvtest(ctx context.Context, cfg *config) error {
 			Etcd:      &envtest.Etcd{Path: filepath.Join(dir, string(assets.Etcd))},
 		},
 		Scheme: e.Scheme,
-		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths:   slices.Clone(cfg.crdPaths),
-			Scheme:  e.Scheme,
-			MaxTime: crdEstablishTimeout,
-		},
-		ErrorIfCRDPathMissing:    true,
+		// No CRDs or webhooks here: install adds them, as in full-cluster mode, so that a CRD's
+		// conversion webhook is pointed at the test's server only with WithWebhooks (envtest would
+		// point convertible kinds at a port nobody serves).
 		UseExistingCluster:       ptr.To(false),
 		ControlPlaneStartTimeout: componentStartTimeout,
 		ControlPlaneStopTimeout:  componentStopTimeout,
@@ -224,7 +229,6 @@ func (e *Env) startEnvtest(ctx context.Context, cfg *config) error {
 		return fmt.Errorf("start envtest (kube-apiserver and etcd from %s): %w", dir, err)
 	}
 	e.Config = restCfg
-	e.CRDs = env.CRDs
 	e.ControlPlane = &env.ControlPlane
 	if cfg.kubectl {
 		e.KubectlPath = filepath.Join(dir, string(assets.Kubectl))
@@ -232,6 +236,40 @@ func (e *Env) startEnvtest(ctx context.Context, cfg *config) error {
 	e.KubeconfigPath = filepath.Join(e.RunDir, "kubeconfig")
 	if err := os.WriteFile(e.KubeconfigPath, env.KubeConfig, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// install installs the CRDs of WithCRDPaths and the webhook configurations of WithWebhooks on the
+// running control plane, in the order envtest.Environment.Start uses: the webhooks' certificates and
+// port first, so that the CRDs' conversion webhooks can point at them, then the CRDs, then the webhook
+// configurations.
+func (e *Env) install(cfg *config) error {
+	hooks := cfg.webhookInstallOptions()
+	if len(cfg.webhookPaths) > 0 {
+		e.stopFns = append(e.stopFns, hooks.Cleanup)
+		if err := hooks.PrepWithoutInstalling(); err != nil {
+			return fmt.Errorf("prepare webhooks: %w", err)
+		}
+	}
+	if len(cfg.crdPaths) > 0 {
+		crds, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{
+			Paths:              slices.Clone(cfg.crdPaths),
+			Scheme:             e.Scheme,
+			ErrorIfPathMissing: true,
+			MaxTime:            crdEstablishTimeout,
+			WebhookOptions:     hooks,
+		})
+		if err != nil {
+			return fmt.Errorf("install CRDs: %w", err)
+		}
+		e.CRDs = crds
+	}
+	if len(cfg.webhookPaths) > 0 {
+		if err := hooks.Install(e.Config); err != nil {
+			return fmt.Errorf("install webhooks: %w", err)
+		}
+		e.Webhooks = &hooks
 	}
 	return nil
 }

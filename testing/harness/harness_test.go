@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -162,7 +163,7 @@ func TestRequestCounterCountsExactly(t *testing.T) {
 func TestCRDInstalled(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	if diff := cmp.Diff([]string{"widgets.harness.convergo.dev"}, crdNames(env)); diff != "" {
+	if diff := cmp.Diff([]string{"gadgets.harness.convergo.dev", "widgets.harness.convergo.dev"}, crdNames(env)); diff != "" {
 		t.Errorf("installed CRDs (-want +got):\n%s", diff)
 	}
 	w := &unstructured.Unstructured{}
@@ -193,6 +194,7 @@ func crdNames(env *harness.Env) []string {
 	for _, crd := range env.CRDs {
 		names = append(names, crd.Name)
 	}
+	slices.Sort(names)
 	return names
 }
 

@@ -15,6 +15,7 @@ func TestMain(m *testing.M) {
 	case "missing-crd-path":
 		harness.Main(m, harness.WithCRDPaths("testdata/does-not-exist"))
 	default:
-		harness.Main(m, harness.WithCRDPaths("testdata/crds"))
+		harness.Main(m, harness.WithCRDPaths("testdata/crds", "testdata/conversion"), harness.WithSchemeAdders(addGadgets),
+			harness.WithWebhooks("testdata/webhook"))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // managerSyncTimeout bounds the wait for a test manager's caches to sync.
@@ -49,8 +50,11 @@ func WithManagerOptions(f func(*manager.Options)) ManagerOption {
 
 // StartManager creates a controller-runtime manager (metrics and health probes off, no leader election,
 // controller name validation skipped so tests may reuse names), lets setup register controllers, runs it
-// until the test ends and waits for its caches to sync before returning. At cleanup the manager is
-// stopped and waited for; an error from it fails the test. The manager's client reads from its cache.
+// until the test ends and waits for its caches to sync before returning. With WithWebhooks, the
+// manager's webhook server serves where the installed configurations point (WebhookOptions), and when
+// setup registered a webhook (builder.WebhookManagedBy, say) StartManager also waits until the server
+// answers. At cleanup the manager is stopped and waited for; an error from it fails the test. The
+// manager's client reads from its cache.
 func (e *Env) StartManager(t testing.TB, setup func(mgr manager.Manager) error, opts ...ManagerOption) manager.Manager {
 	t.Helper()
 	mc := managerConfig{restConfig: e.Config}
@@ -70,6 +74,11 @@ func (e *Env) StartManager(t testing.TB, setup func(mgr manager.Manager) error, 
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	}
+	var hooks *registeringServer
+	if e.Webhooks != nil {
+		hooks = &registeringServer{Server: webhook.NewServer(e.WebhookOptions())}
+		mopts.WebhookServer = hooks
 	}
 	for _, f := range mc.mutate {
 		f(&mopts)
@@ -120,6 +129,13 @@ func (e *Env) StartManager(t testing.TB, setup func(mgr manager.Manager) error, 
 			t.Errorf("manager: %v", err)
 		}
 	})
+	if hooks != nil && mopts.WebhookServer == hooks && hooks.registered.Load() {
+		webhookCtx, webhookCancel := context.WithTimeout(ctx, webhookServeTimeout)
+		defer webhookCancel()
+		if err := e.waitForWebhookServer(webhookCtx); err != nil {
+			t.Fatalf("the manager's webhook server at %s did not answer within %s: %v", e.webhookAddress(), webhookServeTimeout, err)
+		}
+	}
 	return mgr
 }
 

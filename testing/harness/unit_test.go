@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 func TestParseRequest(t *testing.T) {
@@ -290,5 +293,38 @@ func TestBuildProgressStaysQuietUntilABuild(t *testing.T) {
 				t.Errorf("forwarded (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestWebhookOptions(t *testing.T) {
+	tests := map[string]struct {
+		env  *Env
+		want webhook.Options
+	}{
+		"without webhooks the server stays off": {env: &Env{}, want: webhook.Options{Port: -1}},
+		"with webhooks the server serves where the configurations point": {
+			env:  &Env{Webhooks: &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingPort: 40443, LocalServingCertDir: "/tmp/certs"}},
+			want: webhook.Options{Host: "127.0.0.1", Port: 40443, CertDir: "/tmp/certs"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.env.WebhookOptions(), cmpopts.IgnoreFields(webhook.Options{}, "TLSOpts", "WebhookMux")); diff != "" {
+				t.Errorf("WebhookOptions() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWebhookInstallOptions(t *testing.T) {
+	var none config
+	if diff := cmp.Diff(envtest.WebhookInstallOptions{}, none.webhookInstallOptions()); diff != "" {
+		t.Errorf("without WithWebhooks (-want +got):\n%s", diff)
+	}
+	var cfg config
+	WithWebhooks("config/webhook")(&cfg)
+	want := envtest.WebhookInstallOptions{Paths: []string{"config/webhook"}, LocalServingHost: "127.0.0.1", MaxTime: crdEstablishTimeout, PollInterval: PollInterval}
+	if diff := cmp.Diff(want, cfg.webhookInstallOptions()); diff != "" {
+		t.Errorf("with WithWebhooks (-want +got):\n%s", diff)
 	}
 }

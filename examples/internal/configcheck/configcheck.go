@@ -11,11 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -75,6 +77,9 @@ func check(t *testing.T, dir, example string) {
 	checkManager(t, deploy.Namespace, deploy.Spec.Template.Spec, sa)
 	if _, err := os.Stat(filepath.Join(dir, "sharded")); err == nil {
 		checkSharded(t, filepath.Join(dir, "sharded"), sa)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "webhook")); err == nil {
+		checkWebhooks(t, filepath.Join(dir, "webhook"), deploy)
 	}
 
 	roleName := example + "-manager-role"
@@ -289,4 +294,65 @@ func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 		out = append(out, &u)
 	}
 	return out
+}
+
+// checkWebhooks checks a config/webhook tree: every webhook of its configurations is called through a
+// Service of the tree, on a port that forwards to the manager's pods, which the Service selects.
+func checkWebhooks(t *testing.T, dir string, deploy *appsv1.Deployment) {
+	t.Helper()
+	objs := map[string][]*unstructured.Unstructured{}
+	for _, r := range readKustomization(t, dir).Resources {
+		for _, o := range readObjects(t, filepath.Join(dir, r)) {
+			objs[o.GetKind()] = append(objs[o.GetKind()], o)
+		}
+	}
+	services := map[string]*corev1.Service{}
+	for _, o := range objs["Service"] {
+		var svc corev1.Service
+		convert(t, o, &svc)
+		services[svc.Namespace+"/"+svc.Name] = &svc
+		if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(deploy.Spec.Template.Labels)) || len(svc.Spec.Selector) == 0 {
+			t.Errorf("webhook Service %s selects %v, not the manager's pods (labels %v)", svc.Name, svc.Spec.Selector, deploy.Spec.Template.Labels)
+		}
+	}
+	var clientConfigs []admissionregistrationv1.WebhookClientConfig
+	for _, o := range objs["MutatingWebhookConfiguration"] {
+		var c admissionregistrationv1.MutatingWebhookConfiguration
+		convert(t, o, &c)
+		for _, w := range c.Webhooks {
+			clientConfigs = append(clientConfigs, w.ClientConfig)
+		}
+	}
+	for _, o := range objs["ValidatingWebhookConfiguration"] {
+		var c admissionregistrationv1.ValidatingWebhookConfiguration
+		convert(t, o, &c)
+		for _, w := range c.Webhooks {
+			clientConfigs = append(clientConfigs, w.ClientConfig)
+		}
+	}
+	if len(clientConfigs) == 0 {
+		t.Error("config/webhook holds no webhook configuration")
+	}
+	for _, cc := range clientConfigs {
+		if cc.Service == nil || cc.Service.Path == nil {
+			t.Errorf("webhook client config %+v: want a Service and a path", cc)
+			continue
+		}
+		svc := services[cc.Service.Namespace+"/"+cc.Service.Name]
+		if svc == nil {
+			t.Errorf("webhook calls Service %s/%s, which config/webhook does not hold", cc.Service.Namespace, cc.Service.Name)
+			continue
+		}
+		port := int32(443)
+		if cc.Service.Port != nil {
+			port = *cc.Service.Port
+		}
+		found := false
+		for _, p := range svc.Spec.Ports {
+			found = found || p.Port == port
+		}
+		if !found {
+			t.Errorf("webhook calls Service %s on port %d, which it does not expose (%v)", svc.Name, port, svc.Spec.Ports)
+		}
+	}
 }

@@ -19,8 +19,8 @@ import (
 
 // startLocal starts the operator binary as a process of its own session (it outlives the caller),
 // with the Deployment's arguments except that its health probes listen on a free local port and its
-// metrics are off, against kubeconfig. Its output goes to runDir/operator.log and its process ID to
-// runDir/operator.pid. It returns once the operator answers /readyz, or fails with its log's tail.
+// metrics are off, and with the container's plain environment variables, against kubeconfig. Its
+// output goes to runDir/operator.log and its process ID to runDir/operator.pid. It returns once the operator answers /readyz, or fails with its log's tail.
 func (op *Operator) startLocal(ctx context.Context, binary, kubeconfig, runDir string, timeout time.Duration) (*localOperator, error) {
 	port, err := freePort()
 	if err != nil {
@@ -44,6 +44,12 @@ func (op *Operator) startLocal(ctx context.Context, binary, kubeconfig, runDir s
 	fmt.Fprintf(logOut, "--- %s: %s %s\n", time.Now().Format(time.RFC3339), binary, strings.Join(args, " "))
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	// The container's environment (ENABLE_WEBHOOKS=false, say), where it holds plain values.
+	for _, e := range op.Deployment.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom == nil {
+			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		}
+	}
 	cmd.Stdout = logOut
 	cmd.Stderr = logOut
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

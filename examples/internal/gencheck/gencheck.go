@@ -18,9 +18,9 @@ import (
 // ControllerGenVersion is the controller-gen release the Makefile pins.
 const ControllerGenVersion = "v0.23.0"
 
-// check regenerates the deepcopy code, the CRDs and the RBAC role of examples/<example> with the pinned
-// controller-gen, the way `make generate manifests` does, and fails t for every committed file that
-// differs, is missing or is left over.
+// check regenerates the deepcopy code, the CRDs, the RBAC role and (with a config/webhook) the webhook
+// configurations of examples/<example> with the pinned controller-gen, the way `make generate
+// manifests` does, and fails t for every committed file that differs, is missing or is left over.
 func check(t *testing.T, example string) {
 	t.Helper()
 	root, err := moduleRoot()
@@ -63,6 +63,18 @@ func check(t *testing.T, example string) {
 		t.Fatalf("controller-gen rbac wrote no role.yaml: %v", err)
 	}
 	compareFile(t, filepath.Join(root, exDir, "config", "rbac", "role.yaml"), generated, fix)
+
+	// Webhook configurations, for an example with a config/webhook.
+	webhookConfig := filepath.Join(root, exDir, "config", "webhook")
+	if _, err := os.Stat(webhookConfig); err == nil {
+		webhookDir := t.TempDir()
+		run(t, root, bin, "webhook", "paths=./"+filepath.ToSlash(exDir)+"/...", "output:webhook:artifacts:config="+webhookDir)
+		generated, err := os.ReadFile(filepath.Join(webhookDir, "manifests.yaml"))
+		if err != nil {
+			t.Fatalf("controller-gen webhook wrote no manifests.yaml: %v", err)
+		}
+		compareFile(t, filepath.Join(webhookConfig, "manifests.yaml"), generated, fix)
+	}
 }
 
 // run runs controller-gen in the module root and returns its standard output.

@@ -20,7 +20,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	harness.Main(m, harness.WithFullCluster(cluster.WithNodes(1)), harness.WithCRDPaths("../../testdata/crds"))
+	harness.Main(m, harness.WithFullCluster(cluster.WithNodes(1)), harness.WithCRDPaths("../../testdata/crds"),
+		harness.WithWebhooks("../../testdata/webhook"))
 }
 
 func TestClusterIsExposed(t *testing.T) {
