@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,6 +20,8 @@ import (
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/memcached/controller"
 	mcwebhook "github.com/convergo-dev/convergo/examples/memcached/webhook"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/sharding"
 )
 
 // flags are the command-line options.
@@ -34,7 +37,9 @@ type flags struct {
 	webhookHost     string
 	webhookPort     int
 	webhookCertPath string
-	zap             zap.Options
+	// Sharding: several active replicas, each reconciling its share (see package sharding).
+	shardRing, shardMember, shardNamespace string
+	zap                                    zap.Options
 }
 
 func main() {
@@ -48,6 +53,9 @@ func main() {
 	flag.StringVar(&f.webhookHost, "webhook-host", "", `Address the webhook server listens on ("": all).`)
 	flag.IntVar(&f.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the webhook server.")
 	flag.StringVar(&f.webhookCertPath, "webhook-cert-path", "", "Directory of the webhook server's tls.crt and tls.key (default: controller-runtime's, <temp>/k8s-webhook-server/serving-certs).")
+	flag.StringVar(&f.shardRing, "shard-ring", "", "Run sharded: every replica is active and reconciles its share of the Memcacheds; the ring's name. Excludes --leader-elect.")
+	flag.StringVar(&f.shardMember, "shard-member", os.Getenv("POD_NAME"), "This replica's stable name in the ring (default: $POD_NAME, a StatefulSet pod's name).")
+	flag.StringVar(&f.shardNamespace, "shard-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the ring's Leases (default: $POD_NAMESPACE).")
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
 
@@ -92,11 +100,33 @@ func run(ctx context.Context, f flags) error {
 	}
 	// The cache holds no managedFields, and of the child kinds only this operator's children.
 	controller.CacheOptions(&opts.Cache)
+	shardCfg := sharding.Config{Ring: f.shardRing, Member: f.shardMember, Namespace: f.shardNamespace}
+	if f.shardRing != "" {
+		if f.leaderElect {
+			return errors.New("--shard-ring and --leader-elect exclude each other: every replica of a sharded operator is active; drop --leader-elect")
+		}
+		if err := shardCfg.Validate(); err != nil {
+			return fmt.Errorf("sharding flags (--shard-ring, --shard-member, --shard-namespace): %w", err)
+		}
+		// The caches hold only this replica's share of the Memcacheds and their children.
+		controller.ShardCacheOptions(&opts.Cache, shardCfg)
+	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := controller.SetupWithManager(mgr); err != nil {
+	var setupOpts []reconcile.ReconcilerOption
+	if f.shardRing != "" {
+		shard, err := sharding.NewShard(mgr, shardCfg, &v1alpha1.Memcached{})
+		if err != nil {
+			return fmt.Errorf("join ring %s: %w", f.shardRing, err)
+		}
+		if err := mgr.Add(shard); err != nil {
+			return fmt.Errorf("join ring %s: %w", f.shardRing, err)
+		}
+		setupOpts = append(setupOpts, reconcile.WithSharding(shard))
+	}
+	if err := controller.Setup(setupOpts...)(mgr); err != nil {
 		return fmt.Errorf("set up the memcached controller: %w", err)
 	}
 	if enableWebhooks {

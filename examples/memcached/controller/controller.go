@@ -13,6 +13,7 @@ import (
 
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/sharding"
 )
 
 const (
@@ -42,6 +43,13 @@ const (
 // every object of those kinds.
 func CacheOptions(opts *cache.Options) {
 	reconcile.LeanCache(opts, &appsv1.Deployment{}, &corev1.Service{})
+}
+
+// ShardCacheOptions scopes the manager's caches to one replica's share of a sharded Memcached
+// operator: the Memcacheds and the child kinds labelled with its member (sharding.Config.ScopeCache).
+// Call it after CacheOptions, and give the Reconciler the shard (Setup(reconcile.WithSharding(shard))).
+func ShardCacheOptions(opts *cache.Options, cfg sharding.Config) {
+	cfg.ScopeCache(opts, &v1alpha1.Memcached{}, &appsv1.Deployment{}, &corev1.Service{})
 }
 
 // SetupWithManager registers the Memcached controller with mgr: it is Setup(). Unless the manager's
