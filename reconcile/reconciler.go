@@ -119,6 +119,8 @@ type reconcilerConfig struct {
 	watches              []extraWatch
 	observer             ReconcileObserver
 	rateLimiter          workqueue.TypedRateLimiter[ctrl.Request]
+	// everyChildChange: every child update wakes the owner (WithEveryChildChange).
+	everyChildChange bool
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -275,6 +277,8 @@ type Reconciler[T Object] struct {
 	mu         sync.Mutex
 	controller controller.Controller
 	handler    handler.EventHandler
+	// wake decides which child updates wake the owner (see childWatch).
+	wake       *childWatch
 	watched    map[schema.GroupVersionKind]client.Object
 	finalizing map[types.NamespacedName]bool
 }
@@ -374,7 +378,8 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 			r.maxConc = cfg.defaultMaxConcurrent
 		}
 	}
-	r.handler = ownership.EnqueueTrackedOwner(r.newObj(), r.scheme)
+	r.wake = newChildWatch(gvk.GroupKind(), cfg.everyChildChange)
+	r.handler = r.wake.handler(ownership.EnqueueTrackedOwner(r.newObj(), r.scheme))
 	r.metrics = newReconcilerMetrics(r.name)
 	for _, o := range cfg.owns {
 		gvk, err := apiutil.GVKForObject(o, r.scheme)
@@ -468,6 +473,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	// controller-runtime's logger in ctx already carries the controller and the object's key.
 	log := logf.FromContext(ctx)
+	defer r.wake.reconciling(req.NamespacedName)()
 
 	obj, err := r.get(ctx, req)
 	if err != nil || isZero(obj) {
@@ -491,6 +497,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	out := r.converge(ctx, obj)
+	r.wake.remember(out.graph, out.result)
 	r.recordChildren(obj, out)
 	changed := r.setConditions(obj, out)
 	wrote, err := r.patchStatus(ctx, obj, before)
