@@ -153,7 +153,8 @@ func WithFinalizer(name string) ReconcilerOption {
 }
 
 // WithOwns declares the child types the controller creates (empty objects such as &appsv1.Deployment{}).
-// They are watched from the start, so a change to a child wakes its owner, and they are pruned even
+// They are watched from the start, so a change to a child wakes its owner (an update only when it may
+// matter to the owner, see WithEveryChildChange), and they are pruned even
 // after the graph stops declaring the type altogether. Child types a graph declares but WithOwns does
 // not are watched from the first reconcile that declares them; declare every type here to be safe
 // across restarts.
@@ -410,7 +411,11 @@ func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 
 // SetupWithManager registers the controller: it watches T (spec, label, annotation and deletion
 // changes; status-only updates do not trigger it), every WithOwns type and every WithWatches watch.
-// Children are mapped to their owner through the tracking labels every child carries
+// A child's creation and deletion always wake its owner; an update only when something the owner
+// applied may have changed (anything but the status, resourceVersion and managedFields) or when the
+// child's ReadyWhen check, as the owner's last reconcile used it, judges the new object otherwise
+// (ready, reason), unless WithEveryChildChange is given. Children are mapped to their owner through
+// the tracking labels every child carries
 // (ownership.EnqueueTrackedOwner), which covers children with an owner reference as well as
 // cluster-scoped and cross-namespace ones.
 func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
