@@ -47,9 +47,13 @@ const maxVerdicts = 10000
 //     without a remembered verdict (first events, after a restart, one the owner did not judge) wakes
 //     its owner; a node without ReadyWhen is ready once it exists, so its status never does;
 //
-// and also, whatever changed, while the owner is being reconciled (that reconcile may have judged an
-// older version of the child than this event's: the owner is reconciled again after it) and for a
-// resync (the same resourceVersion, passed on as controller-runtime does). Safe for concurrent use.
+// unless the new object is the very version the owner's last reconcile judged (the answer to its own
+// write to the child: nothing the owner has not seen). A resync (the same resourceVersion) is passed on
+// as controller-runtime does. An update that comes while the owner is being reconciled is held until
+// that reconcile has remembered what it judged, and then decided as above against that (so it wakes
+// the owner when the reconcile judged an older version of the child and the difference matters);
+// held updates are passed on when a reconcile ends without judging the children. Safe for concurrent
+// use.
 type childWatch struct {
 	owner schema.GroupKind
 	every bool
@@ -57,8 +61,8 @@ type childWatch struct {
 	mu sync.Mutex
 	// verdicts holds, by child UID, the check of the owner's last reconcile and its verdict then.
 	verdicts map[types.UID]verdict
-	// busy counts, by owner, the reconciles running.
-	busy map[types.NamespacedName]int
+	// busy holds the owners whose reconciles are judging their children, with the updates held.
+	busy map[types.NamespacedName]*judgingOwner
 }
 
 // verdict is a child's readiness as the owner's last reconcile judged it.
@@ -67,10 +71,26 @@ type verdict struct {
 	check  ReadyCheck
 	ready  bool
 	reason string
+	// rv is the resourceVersion of the object judged (often the answer to the reconcile's own write).
+	rv string
+}
+
+// judgingOwner is an owner whose reconciles are judging its children.
+type judgingOwner struct {
+	// running counts those reconciles; unjudged is set when one of them ended without remembering.
+	running  int
+	unjudged bool
+	held     []heldUpdate
+}
+
+// heldUpdate is an update of a child held until its owner's reconcile has remembered its verdicts.
+type heldUpdate struct {
+	old, new client.Object
+	pass     func()
 }
 
 func newChildWatch(owner schema.GroupKind, every bool) *childWatch {
-	return &childWatch{owner: owner, every: every, verdicts: map[types.UID]verdict{}, busy: map[types.NamespacedName]int{}}
+	return &childWatch{owner: owner, every: every, verdicts: map[types.UID]verdict{}, busy: map[types.NamespacedName]*judgingOwner{}}
 }
 
 // handler wraps inner, the handler of child events, with the update filter.
@@ -78,24 +98,67 @@ func (w *childWatch) handler(inner handler.EventHandler) handler.EventHandler {
 	return quietChildren{w: w, inner: inner}
 }
 
-// reconciling records that a reconcile of the owner key starts; the returned function records its end.
-func (w *childWatch) reconciling(key types.NamespacedName) (done func()) {
+// judging is one reconcile of an owner, from its start until it has remembered what it judged of the
+// children (or ended without judging them).
+type judging struct {
+	w    *childWatch
+	key  types.NamespacedName
+	once sync.Once
+}
+
+// judge records that a reconcile of the owner key starts: until it ends, updates of its children are
+// held.
+func (w *childWatch) judge(key types.NamespacedName) *judging {
 	w.mu.Lock()
-	w.busy[key]++
-	w.mu.Unlock()
-	return func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.busy[key]--; w.busy[key] <= 0 {
-			delete(w.busy, key)
-		}
+	defer w.mu.Unlock()
+	o := w.busy[key]
+	if o == nil {
+		o = &judgingOwner{}
+		w.busy[key] = o
 	}
+	o.running++
+	return &judging{w: w, key: key}
+}
+
+// end records that the reconcile ended without remembering verdicts (Reconcile's deferred call: a
+// no-op after remember). Only the first end of a judging counts.
+func (j *judging) end() { j.finish(false) }
+
+// finish ends j; once the owner's last running reconcile has ended, the updates held meanwhile are
+// decided against what it remembered, or all passed on when one of them remembered nothing.
+func (j *judging) finish(remembered bool) {
+	j.once.Do(func() {
+		w := j.w
+		w.mu.Lock()
+		o := w.busy[j.key]
+		o.running--
+		o.unjudged = o.unjudged || !remembered
+		if o.running > 0 {
+			w.mu.Unlock()
+			return
+		}
+		delete(w.busy, j.key)
+		held, passAll := o.held, o.unjudged
+		verdicts := make([]verdict, len(held))
+		known := make([]bool, len(held))
+		for i, h := range held {
+			verdicts[i], known[i] = w.verdicts[h.new.GetUID()]
+		}
+		w.mu.Unlock()
+		for i, h := range held {
+			if passAll || matters(verdicts[i], known[i], h.old, h.new) {
+				h.pass()
+			}
+		}
+	})
 }
 
 // remember records, for every child the reconcile applied, the check of its node and its verdict on
-// the object the reconcile judged. A check that panics is not remembered (its child wakes the owner).
-func (w *childWatch) remember(g *Graph, res *GraphResult) {
+// the object the reconcile judged, then ends j. A check that panics is not remembered (its child wakes
+// the owner).
+func (w *childWatch) remember(j *judging, g *Graph, res *GraphResult) {
 	if w.every || g == nil || res == nil {
+		j.finish(false)
 		return
 	}
 	for _, c := range res.Children {
@@ -103,7 +166,7 @@ func (w *childWatch) remember(g *Graph, res *GraphResult) {
 		if !c.Applied || n == nil || isNilObject(c.Object) || c.Object.GetUID() == "" {
 			continue
 		}
-		v := verdict{check: n.ready, ready: true}
+		v := verdict{check: n.ready, ready: true, rv: c.Object.GetResourceVersion()}
 		ok := true
 		if n.ready != nil {
 			v.ready, v.reason, ok = judge(n.ready, c.Object)
@@ -119,6 +182,7 @@ func (w *childWatch) remember(g *Graph, res *GraphResult) {
 		}
 		w.mu.Unlock()
 	}
+	j.finish(true)
 }
 
 // shrink drops half of the verdicts (any half: a lost verdict only wakes an owner). Callers hold mu.
@@ -147,35 +211,55 @@ func (w *childWatch) remembered() int {
 	return len(w.verdicts)
 }
 
-// wakes reports whether the update of a child from old to new wakes its owner (see childWatch).
-func (w *childWatch) wakes(old, new client.Object) bool {
+// update decides the update of a child from old to new (see childWatch): pass wakes the owner; it is
+// called now, never, or once the owner's running reconcile has remembered its verdicts.
+func (w *childWatch) update(old, new client.Object, pass func()) {
 	if w.every || isNilObject(old) || isNilObject(new) || old.GetUID() != new.GetUID() ||
-		old.GetResourceVersion() == new.GetResourceVersion() || appliedChanged(old, new) {
-		return true
+		old.GetResourceVersion() == new.GetResourceVersion() {
+		pass()
+		return
+	}
+	key, ok := w.ownerOf(old, new)
+	if !ok {
+		pass() // not a child of this kind's (the inner handler decides), or moved to another owner
+		return
 	}
 	w.mu.Lock()
-	busy := w.ownerBusy(old) || w.ownerBusy(new)
+	if o := w.busy[key]; o != nil {
+		o.held = append(o.held, heldUpdate{old: old, new: new, pass: pass})
+		w.mu.Unlock()
+		return
+	}
 	v, known := w.verdicts[new.GetUID()]
 	w.mu.Unlock()
+	if matters(v, known, old, new) {
+		pass()
+	}
+}
+
+// ownerOf returns the owner of this watch's kind that both old and new name in their tracking labels.
+func (w *childWatch) ownerOf(old, new client.Object) (types.NamespacedName, bool) {
+	a, okA := ownership.TrackedOwner(old)
+	b, okB := ownership.TrackedOwner(new)
+	if !okA || !okB || a != b || b.Group != w.owner.Group || b.Kind != w.owner.Kind {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: b.Namespace, Name: b.Name}, true
+}
+
+// matters reports whether an update from old to new matters to an owner that remembers v (if known)
+// of the child: see childWatch.
+func matters(v verdict, known bool, old, new client.Object) bool {
 	switch {
-	case busy || !known:
+	case known && v.rv == new.GetResourceVersion():
+		return false // the very version the owner's last reconcile judged
+	case !known || appliedChanged(old, new):
 		return true
 	case v.check == nil:
-		return false
+		return false // ready once it exists
 	}
 	ready, reason, ok := judge(v.check, new)
 	return !ok || ready != v.ready || reason != v.reason
-}
-
-// ownerBusy reports whether the owner child's tracking labels name, if of the watch's owner kind, is
-// being reconciled; a child that names no such owner counts as busy (the inner handler decides).
-// Callers hold mu.
-func (w *childWatch) ownerBusy(child client.Object) bool {
-	ref, ok := ownership.TrackedOwner(child)
-	if !ok || ref.Group != w.owner.Group || ref.Kind != w.owner.Kind {
-		return true
-	}
-	return w.busy[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] > 0
 }
 
 // judge runs check on live as Graph.Apply does (a ready child has no reason, a child not ready
@@ -281,9 +365,7 @@ func (h quietChildren) Create(ctx context.Context, e event.CreateEvent, q reques
 
 // Update wakes the owner when the childWatch says so.
 func (h quietChildren) Update(ctx context.Context, e event.UpdateEvent, q requestQueue) {
-	if h.w.wakes(e.ObjectOld, e.ObjectNew) {
-		h.inner.Update(ctx, e, q)
-	}
+	h.w.update(e.ObjectOld, e.ObjectNew, func() { h.inner.Update(ctx, e, q) })
 }
 
 // Delete forgets the child's verdict and always wakes the owner.

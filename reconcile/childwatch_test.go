@@ -58,6 +58,13 @@ func available(live client.Object) (bool, string) {
 	return true, ""
 }
 
+// wakes reports whether w passes the update from old to new on at once.
+func wakes(w *childWatch, old, new client.Object) bool {
+	passed := false
+	w.update(old, new, func() { passed = true })
+	return passed
+}
+
 // TestChildWatchWakes: which updates of a child wake its owner.
 func TestChildWatchWakes(t *testing.T) {
 	type mutate func(client.Object)
@@ -76,8 +83,9 @@ func TestChildWatchWakes(t *testing.T) {
 		change   mutate        // makes the new object from a copy of old; the version moves on unless noBump
 		noBump   bool
 		verdicts map[types.UID]verdict
-		busy     bool
-		want     bool
+		// busy: the update comes while a reconcile of the owner runs, which ends without judging.
+		busy bool
+		want bool
 	}{
 		{name: "status only, same verdict", change: deploy(func(d *appsv1.Deployment) { d.Status.ReadyReplicas = 2 }),
 			verdicts: remembered(available), want: false},
@@ -114,6 +122,12 @@ func TestChildWatchWakes(t *testing.T) {
 		{name: "finalizers", change: func(o client.Object) { o.SetFinalizers([]string{"x/y"}) }, verdicts: remembered(available), want: true},
 		{name: "deletion timestamp", change: func(o client.Object) { o.SetDeletionTimestamp(&metav1.Time{Time: time.Unix(1, 0)}) },
 			verdicts: remembered(available), want: true},
+		{name: "the version the owner judged (the answer to its own write)", change: func(o client.Object) { o.SetGeneration(2) },
+			verdicts: map[types.UID]verdict{"uid-web": {check: available, ready: false, reason: "waiting", rv: "2"}}, want: false},
+		{name: "the version the owner judged, while it is reconciled again", change: func(o client.Object) { o.SetGeneration(2) },
+			verdicts: map[types.UID]verdict{"uid-web": {check: available, ready: false, reason: "waiting", rv: "2"}}, busy: true, want: true},
+		{name: "a version after the one the owner judged", change: func(o client.Object) { o.SetGeneration(2) },
+			verdicts: map[types.UID]verdict{"uid-web": {check: available, ready: true, rv: "1"}}, want: true},
 		{name: "another object under the name (UID)", change: func(o client.Object) { o.SetUID("other") }, verdicts: remembered(available), want: true},
 		{name: "not a child of the owner kind", change: func(o client.Object) {
 			o.GetLabels()[ownership.LabelOwnerKind] = "Other"
@@ -149,9 +163,6 @@ func TestChildWatchWakes(t *testing.T) {
 			for uid, v := range tt.verdicts {
 				w.verdicts[uid] = v
 			}
-			if tt.busy {
-				defer w.reconciling(ownerKey)()
-			}
 			old := tt.old
 			if old == nil {
 				old = deployment()
@@ -161,8 +172,20 @@ func TestChildWatchWakes(t *testing.T) {
 				updated.SetResourceVersion("2")
 			}
 			tt.change(updated)
-			if got := w.wakes(old, updated); got != tt.want {
-				t.Errorf("wakes = %v, want %v", got, tt.want)
+			passed := 0
+			pass := func() { passed++ }
+			if tt.busy {
+				j := w.judge(ownerKey)
+				w.update(old, updated, pass)
+				if passed != 0 {
+					t.Errorf("the update was passed on while the owner's reconcile runs")
+				}
+				j.end()
+			} else {
+				w.update(old, updated, pass)
+			}
+			if got := passed == 1; got != tt.want || passed > 1 {
+				t.Errorf("passed on %d times, want wakes = %v", passed, tt.want)
 			}
 		})
 	}
@@ -187,8 +210,9 @@ func unstructuredChild() *unstructured.Unstructured {
 }
 
 // TestChildWatchRemember: a reconcile's verdicts are remembered for the children it applied, with the
-// check of their node; a node without ReadyWhen remembers "ready"; a child not applied, or without a
-// UID, is not remembered; a reconcile ending lets the owner's children be judged again.
+// check of their node and the version judged; a node without ReadyWhen remembers "ready"; a child not
+// applied is not remembered. While a reconcile judges, any update wakes the owner; once it has
+// remembered its verdicts, they decide.
 func TestChildWatchRemember(t *testing.T) {
 	g := NewGraph()
 	g.Add("web", deployment()).ReadyWhen(available)
@@ -202,41 +226,104 @@ func TestChildWatchRemember(t *testing.T) {
 		{Name: "waiting", Applied: false},
 	}}
 	w := newChildWatch(widgetKind, false)
-	done := w.reconciling(ownerKey)
-	w.remember(g, res)
+	w.remember(w.judge(ownerKey), g, res)
 
 	got := map[types.UID]string{}
 	for uid, v := range w.verdicts {
-		got[uid] = fmt.Sprintf("check=%v ready=%v reason=%q", v.check != nil, v.ready, v.reason)
+		got[uid] = fmt.Sprintf("check=%v ready=%v reason=%q rv=%s", v.check != nil, v.ready, v.reason, v.rv)
 	}
 	want := map[types.UID]string{
-		"uid-web":    `check=true ready=false reason="1/2 replicas available"`,
-		"uid-config": `check=false ready=true reason=""`,
+		"uid-web":    `check=true ready=false reason="1/2 replicas available" rv=1`,
+		"uid-config": `check=false ready=true reason="" rv=1`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("remembered verdicts (-want +got):\n%s", diff)
 	}
 
-	// While the reconcile runs, any update wakes the owner; once it has ended, the remembered verdict
-	// decides.
 	sameVerdict := notAvailable.DeepCopy()
 	sameVerdict.ResourceVersion, sameVerdict.Status.ReadyReplicas = "2", 1
-	if !w.wakes(notAvailable, sameVerdict) {
-		t.Error("an update during the owner's reconcile did not wake it")
-	}
-	done()
-	if w.wakes(notAvailable, sameVerdict) {
-		t.Error("an update with the remembered verdict woke the owner after its reconcile")
+	if wakes(w, notAvailable, sameVerdict) {
+		t.Error("an update with the remembered verdict woke the owner")
 	}
 	nowAvailable := sameVerdict.DeepCopy()
 	nowAvailable.ResourceVersion, nowAvailable.Status.AvailableReplicas = "3", 2
-	if !w.wakes(sameVerdict, nowAvailable) {
+	if !wakes(w, sameVerdict, nowAvailable) {
 		t.Error("an update that makes the child ready did not wake the owner")
+	}
+}
+
+// TestChildWatchHoldsUpdatesWhileJudging: the updates that come while a reconcile of the owner runs
+// are decided once it has remembered what it judged: the version it judged (its own write's answer)
+// wakes nothing, a later one whose verdict differs does; a reconcile that ends without judging passes
+// every held update on. The owner's other reconciles still running keep them held.
+func TestChildWatchHoldsUpdatesWhileJudging(t *testing.T) {
+	g := NewGraph()
+	g.Add("web", deployment()).ReadyWhen(available)
+	v1 := deployment() // ready
+	v2 := v1.DeepCopy()
+	v2.ResourceVersion, v2.Generation, v2.Spec.Replicas = "2", 2, ptr.To[int32](3) // the reconcile's own write
+	v3 := v2.DeepCopy()
+	v3.ResourceVersion, v3.Status.ObservedGeneration, v3.Status.AvailableReplicas = "3", 2, 3 // then the Deployment controller's
+	judged := func(d *appsv1.Deployment) *GraphResult {
+		return &GraphResult{Children: []ChildResult{{Name: "web", Applied: true, Object: d}}}
+	}
+
+	tests := []struct {
+		name    string
+		updates [][2]*appsv1.Deployment
+		// judged is the version the reconcile judged; nil: it ends without judging.
+		judged *appsv1.Deployment
+		want   int
+	}{
+		{name: "the answer to its own write", updates: [][2]*appsv1.Deployment{{v1, v2}}, judged: v2, want: 0},
+		{name: "its own write, then a status change that changes the verdict",
+			updates: [][2]*appsv1.Deployment{{v1, v2}, {v2, v3}}, judged: v2, want: 1},
+		{name: "a version after the judged one, same verdict", updates: [][2]*appsv1.Deployment{{v1, v2}},
+			judged: v1, want: 1}, // v2 changes the spec
+		{name: "ended without judging", updates: [][2]*appsv1.Deployment{{v1, v2}, {v2, v3}}, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newChildWatch(widgetKind, false)
+			w.remember(w.judge(ownerKey), g, judged(v1))
+			passed := 0
+			j := w.judge(ownerKey)
+			for _, u := range tt.updates {
+				w.update(u[0], u[1], func() { passed++ })
+			}
+			if passed != 0 {
+				t.Fatalf("%d updates passed on while the reconcile runs", passed)
+			}
+			if tt.judged != nil {
+				w.remember(j, g, judged(tt.judged))
+			}
+			j.end()
+			if passed != tt.want {
+				t.Errorf("%d updates passed on once the reconcile ended, want %d", passed, tt.want)
+			}
+		})
+	}
+
+	// Two reconciles of the owner at once (a direct call beside the worker): held until both end.
+	w := newChildWatch(widgetKind, false)
+	first, second := w.judge(ownerKey), w.judge(ownerKey)
+	passed := 0
+	w.update(v1, v2, func() { passed++ })
+	w.remember(first, g, judged(v1))
+	if passed != 0 {
+		t.Errorf("passed on while another reconcile of the owner runs")
+	}
+	second.end()
+	if passed != 1 {
+		t.Errorf("passed on %d times once both reconciles ended, want 1", passed)
+	}
+	if len(w.busy) != 0 {
+		t.Errorf("owners still judging: %v", w.busy)
 	}
 
 	// With WithEveryChildChange nothing is remembered.
 	every := newChildWatch(widgetKind, true)
-	every.remember(g, res)
+	every.remember(every.judge(ownerKey), g, judged(v1))
 	if n := every.remembered(); n != 0 {
 		t.Errorf("WithEveryChildChange remembered %d verdicts, want 0", n)
 	}
@@ -249,10 +336,13 @@ func TestChildWatchBounded(t *testing.T) {
 	g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config"}})
 	for i := range maxVerdicts + 10 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config", UID: types.UID(fmt.Sprint(i))}}
-		w.remember(g, &GraphResult{Children: []ChildResult{{Name: "config", Applied: true, Object: cm}}})
+		w.remember(w.judge(ownerKey), g, &GraphResult{Children: []ChildResult{{Name: "config", Applied: true, Object: cm}}})
 	}
 	if n := w.remembered(); n > maxVerdicts || n == 0 {
 		t.Errorf("remembered %d verdicts, want between 1 and %d", n, maxVerdicts)
+	}
+	if len(w.busy) != 0 {
+		t.Errorf("owners still judging after every reconcile remembered: %v", w.busy)
 	}
 }
 

@@ -478,7 +478,8 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	// controller-runtime's logger in ctx already carries the controller and the object's key.
 	log := logf.FromContext(ctx)
-	defer r.wake.reconciling(req.NamespacedName)()
+	judging := r.wake.judge(req.NamespacedName)
+	defer judging.end()
 
 	obj, err := r.get(ctx, req)
 	if err != nil || isZero(obj) {
@@ -502,7 +503,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	out := r.converge(ctx, obj)
-	r.wake.remember(out.graph, out.result)
+	r.wake.remember(judging, out.graph, out.result)
 	r.recordChildren(obj, out)
 	changed := r.setConditions(obj, out)
 	wrote, err := r.patchStatus(ctx, obj, before)
