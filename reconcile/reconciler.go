@@ -414,7 +414,8 @@ func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 // A child's creation and deletion always wake its owner; an update only when something the owner
 // applied may have changed (anything but the status, resourceVersion and managedFields) or when the
 // child's ReadyWhen check, as the owner's last reconcile used it, judges the new object otherwise
-// (ready, reason), unless WithEveryChildChange is given. Children are mapped to their owner through
+// (ready, reason), and never for the very version that reconcile judged (the answer to its own write),
+// unless WithEveryChildChange is given. Children are mapped to their owner through
 // the tracking labels every child carries
 // (ownership.EnqueueTrackedOwner), which covers children with an owner reference as well as
 // cluster-scoped and cross-namespace ones.
