@@ -74,13 +74,14 @@ func webChildren(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error)
 	return g, nil
 }
 
-// create creates a Widget with replicas and waits for its Deployment.
+// create creates a Widget with replicas and waits for its Deployment. At cleanup, while the manager
+// still runs, the Widget is deleted and waited for: a Widget left behind would be reconciled by the
+// managers of later tests (their caches see every namespace).
 func (qt *quietTest) create(t *testing.T, name string, replicas int32) *testapi.Widget {
 	t.Helper()
-	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: qt.ns}, Spec: testapi.WidgetSpec{Replicas: replicas}}
-	if err := qt.client.Create(t.Context(), w); err != nil {
-		t.Fatal(err)
-	}
+	w := optest.Create(t, qt.client, &testapi.Widget{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: qt.ns}, Spec: testapi.WidgetSpec{Replicas: replicas},
+	})
 	harness.WaitForObject(t, qt.client, qt.web(w), &appsv1.Deployment{}, time.Minute, nil)
 	return w
 }
