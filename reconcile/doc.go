@@ -55,7 +55,7 @@
 // the owner's own write to a child (the very version it judged) wakes nothing. A child the owner has
 // not judged yet (after a restart, say) wakes it on any update; an update that comes while the owner
 // is being reconciled is decided once that reconcile has remembered what it judged; a node without
-// ReadyWhen is ready once it exists, so its status never wakes the owner. A Status hook that copies child status fields ReadyWhen does not read (a
-// Deployment's readyReplicas) sees them as of the last wake-up; WithEveryChildChange wakes the owner
-// on every child update instead.
+// ReadyWhen is ready once it exists, so its status never wakes the owner. A Status hook that copies
+// child status fields ReadyWhen does not read (a Deployment's readyReplicas) sees them as of the last
+// wake-up; WithEveryChildChange wakes the owner on every child update instead.
 package reconcile
