@@ -58,4 +58,18 @@
 //	r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Memcached]{Children: children},
 //		reconcile.WithOwns(&appsv1.Deployment{}, &corev1.Service{}))
 //	err := r.SetupWithManager(mgr)
+//
+// Child watches are quiet: a child's creation or deletion always wakes its owner, an update only when
+// it may matter to the owner. That is a change of anything the owner may have applied (anything but
+// the status, resourceVersion and managedFields: the spec, the generation, labels, annotations, owner
+// references, finalizers, the deletion timestamp, a ConfigMap's data), or a status change after which
+// the child's ReadyWhen check, as the owner's last reconcile used it, gives another verdict (ready,
+// reason) than that reconcile saw. A Deployment's many status updates during a rollout therefore wake
+// its owner only when the rollout's progress as DeploymentAvailable reports it moves, and the event of
+// the owner's own write to a child (the very version it judged) wakes nothing. A child the owner has
+// not judged yet (after a restart, say) wakes it on any update; an update that comes while the owner
+// is being reconciled is decided once that reconcile has remembered what it judged; a node without
+// ReadyWhen is ready once it exists, so its status never wakes the owner. A Status hook that copies
+// child status fields ReadyWhen does not read (a Deployment's readyReplicas) sees them as of the last
+// wake-up; WithEveryChildChange wakes the owner on every child update instead.
 package reconcile

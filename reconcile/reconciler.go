@@ -121,6 +121,8 @@ type reconcilerConfig struct {
 	observer             ReconcileObserver
 	rateLimiter          workqueue.TypedRateLimiter[ctrl.Request]
 	shard                *sharding.Shard
+	// everyChildChange: every child update wakes the owner (WithEveryChildChange).
+	everyChildChange bool
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -153,7 +155,8 @@ func WithFinalizer(name string) ReconcilerOption {
 }
 
 // WithOwns declares the child types the controller creates (empty objects such as &appsv1.Deployment{}).
-// They are watched from the start, so a change to a child wakes its owner, and they are pruned even
+// They are watched from the start, so a change to a child wakes its owner (an update only when it may
+// matter to the owner, see WithEveryChildChange), and they are pruned even
 // after the graph stops declaring the type altogether. Child types a graph declares but WithOwns does
 // not are watched from the first reconcile that declares them; declare every type here to be safe
 // across restarts.
@@ -279,6 +282,8 @@ type Reconciler[T Object] struct {
 	mu         sync.Mutex
 	controller controller.Controller
 	handler    handler.EventHandler
+	// wake decides which child updates wake the owner (see childWatch).
+	wake       *childWatch
 	watched    map[schema.GroupVersionKind]client.Object
 	finalizing map[types.NamespacedName]bool
 }
@@ -386,7 +391,8 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 			r.maxConc = cfg.defaultMaxConcurrent
 		}
 	}
-	r.handler = ownership.EnqueueTrackedOwner(r.newObj(), r.scheme)
+	r.wake = newChildWatch(gvk.GroupKind(), cfg.everyChildChange)
+	r.handler = r.wake.handler(ownership.EnqueueTrackedOwner(r.newObj(), r.scheme))
 	r.metrics = newReconcilerMetrics(r.name)
 	for _, o := range cfg.owns {
 		gvk, err := apiutil.GVKForObject(o, r.scheme)
@@ -417,7 +423,12 @@ func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 
 // SetupWithManager registers the controller: it watches T (spec, label, annotation and deletion
 // changes; status-only updates do not trigger it), every WithOwns type and every WithWatches watch.
-// Children are mapped to their owner through the tracking labels every child carries
+// A child's creation and deletion always wake its owner; an update only when something the owner
+// applied may have changed (anything but the status, resourceVersion and managedFields) or when the
+// child's ReadyWhen check, as the owner's last reconcile used it, judges the new object otherwise
+// (ready, reason), and never for the very version that reconcile judged (the answer to its own write),
+// unless WithEveryChildChange is given. Children are mapped to their owner through
+// the tracking labels every child carries
 // (ownership.EnqueueTrackedOwner), which covers children with an owner reference as well as
 // cluster-scoped and cross-namespace ones.
 func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
@@ -483,6 +494,8 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	// controller-runtime's logger in ctx already carries the controller and the object's key.
 	log := logf.FromContext(ctx)
+	judging := r.wake.judge(req.NamespacedName)
+	defer judging.end()
 
 	obj, err := r.get(ctx, req)
 	if err != nil || isZero(obj) {
@@ -513,6 +526,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	out := r.converge(ctx, obj)
+	r.wake.remember(judging, out.graph, out.result)
 	r.recordChildren(obj, out)
 	changed := r.setConditions(obj, out)
 	wrote, err := r.patchStatus(ctx, obj, before)

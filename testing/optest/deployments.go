@@ -40,7 +40,8 @@ func MarkDeploymentAvailable(t testing.TB, c client.Client, key client.ObjectKey
 
 // MarkDeploymentProgressing adds the condition the Deployment controller reports once a rollout is
 // complete (Progressing=True, reason NewReplicaSetAvailable), a status change that is no news to an
-// operator, and returns the Deployment as the API server answered (a Trigger can return it).
+// operator (a Convergo Reconciler whose ReadyWhen judges the Deployment is not even woken by it), and
+// returns the Deployment as the API server answered.
 func MarkDeploymentProgressing(t testing.TB, c client.Client, key client.ObjectKey) *appsv1.Deployment {
 	t.Helper()
 	return updateDeploymentStatus(t, c, key, "progressing", func(d *appsv1.Deployment) {

@@ -31,8 +31,9 @@
 //			"annotation on the memcached": func(t testing.TB) client.Object {
 //				return optest.MergePatch(t, env.Client, mc, `{"metadata":{"annotations":{"example.com/note":"hello"}}}`)
 //			},
-//			"deployment status changed by the deployment controller": func(t testing.TB) client.Object {
-//				return optest.MarkDeploymentProgressing(t, env.Client, key)
+//			"label added to the deployment by someone else": func(t testing.TB) client.Object {
+//				return optest.MergePatch(t, env.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}},
+//					`{"metadata":{"labels":{"example.com/team":"cache"}}}`)
 //			},
 //		})
 //	}

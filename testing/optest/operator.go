@@ -127,9 +127,16 @@ func (op *Operator) ReconcileAfter(t testing.TB, key client.ObjectKey, trigger T
 //			return optest.MergePatch(t, env.Client, mc, `{"metadata":{"annotations":{"example.com/note":"hello"}}}`)
 //		},
 //		"deployment status changed by the deployment controller": func(t testing.TB) client.Object {
-//			return optest.MarkDeploymentProgressing(t, env.Client, client.ObjectKeyFromObject(mc))
+//			optest.MarkDeploymentProgressing(t, env.Client, client.ObjectKeyFromObject(mc))
+//			return optest.MergePatch(t, env.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: mc.Namespace, Name: mc.Name}},
+//				`{"metadata":{"labels":{"example.com/seen":"progressing"}}}`)
 //		},
 //	})
+//
+// A change that wakes no reconcile cannot be a trigger by itself: by default a Convergo Reconciler is
+// not woken by a child's status change that leaves the child's readiness as its ReadyWhen judged it
+// (see reconcile.WithEveryChildChange), so such a trigger follows the change with one that wakes the
+// owner, such as a label on the same child, whose reconcile then reads both.
 func (op *Operator) ExpectNoRequests(t *testing.T, owner client.ObjectKey, triggers map[string]Trigger) {
 	t.Helper()
 	for name, trigger := range triggers {

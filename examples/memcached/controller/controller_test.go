@@ -170,8 +170,11 @@ func TestZeroRequestsOnceConverged(t *testing.T) {
 		"label added to the deployment by someone else": func(t testing.TB) client.Object {
 			return optest.MergePatch(t, env.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}}, `{"metadata":{"labels":{"example.com/team":"cache"}}}`)
 		},
+		// A status change that leaves the Deployment's readiness as it was wakes no reconcile at all
+		// (reconcile.WithEveryChildChange); a label someone adds next wakes one, which reads both.
 		"deployment status changed by the deployment controller": func(t testing.TB) client.Object {
-			return optest.MarkDeploymentProgressing(t, env.Client, key)
+			optest.MarkDeploymentProgressing(t, env.Client, key)
+			return optest.MergePatch(t, env.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}}, `{"metadata":{"labels":{"example.com/seen":"progressing"}}}`)
 		},
 	})
 }

@@ -296,8 +296,11 @@ func TestZeroRequestsOnceConverged(t *testing.T) {
 		"annotation added to the service by someone else": func(t testing.TB) client.Object {
 			return optest.MergePatch(t, env.Client, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"annotations":{"example.com/scrape":"true"}}}`)
 		},
+		// A status change that leaves the Deployment's readiness as it was wakes no reconcile at all
+		// (reconcile.WithEveryChildChange); a label someone adds next wakes one, which reads both.
 		"deployment status changed by the deployment controller": func(t testing.TB) client.Object {
-			return optest.MarkDeploymentProgressing(t, env.Client, key)
+			optest.MarkDeploymentProgressing(t, env.Client, key)
+			return optest.MergePatch(t, env.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dave"}}, `{"metadata":{"labels":{"example.com/seen":"progressing"}}}`)
 		},
 	})
 }
