@@ -12,7 +12,9 @@
 // Flags: --metrics-bind-address (default "0": off; the manifests serve HTTPS on ":8443" with
 // authentication and authorization, see --metrics-secure), --health-probe-bind-address (":8081"),
 // --leader-elect, --leader-election-namespace, --kubeconfig and the zap logging flags (--zap-log-level,
-// --zap-encoder, --zap-devel...), --webhook-host, --webhook-port (9443) and --webhook-cert-path (the
+// --zap-encoder, --zap-devel...); --shard-ring, --shard-member (default $POD_NAME) and --shard-namespace
+// (default $POD_NAMESPACE) run it sharded, every replica active on its share of the Memcacheds (package
+// sharding; config/sharded deploys it as a StatefulSet), --webhook-host, --webhook-port (9443) and --webhook-cert-path (the
 // directory of tls.crt and tls.key; default controller-runtime's, <temp>/k8s-webhook-server/serving-certs).
 //
 // It serves the defaulting webhook of package webhook (a memory limit and request sized from

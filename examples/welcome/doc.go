@@ -17,5 +17,7 @@
 // Flags: --metrics-bind-address (default "0": off; the manifests serve HTTPS on ":8443" with
 // authentication and authorization, see --metrics-secure), --health-probe-bind-address (":8081"),
 // --leader-elect, --leader-election-namespace, --kubeconfig and the zap logging flags (--zap-log-level,
-// --zap-encoder, --zap-devel...).
+// --zap-encoder, --zap-devel...); --shard-ring, --shard-member (default $POD_NAME) and --shard-namespace
+// (default $POD_NAMESPACE) run it sharded, every replica active on its share of the Welcomes (package
+// sharding; config/sharded deploys it as a StatefulSet).
 package main
