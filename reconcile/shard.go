@@ -31,10 +31,9 @@ const shardRetry = time.Second
 //     renewed within the renew deadline, and a graceful stop waits for the reconciles in flight.
 //
 // The manager's caches must be scoped with the shard's Config.ScopeCache, and the shard added to
-// the manager (mgr.Add(shard)).
+// the manager (sharding.Join does both NewShard and mgr.Add).
 //
-//	shard, err := sharding.NewShard(mgr, cfg, &v1alpha1.Welcome{})
-//	_ = mgr.Add(shard)
+//	shard, err := sharding.Join(mgr, cfg, &v1alpha1.Welcome{})
 //	r := reconcile.NewReconciler(mgr, hooks, reconcile.WithSharding(shard), reconcile.WithOwns(children...))
 func WithSharding(s *sharding.Shard) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.shard = s }

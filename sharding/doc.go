@@ -16,7 +16,6 @@
 //	opts := ctrl.Options{Scheme: scheme}
 //	shardCfg.ScopeCache(&opts.Cache, &v1alpha1.Welcome{}, &corev1.ConfigMap{})
 //	mgr, err := ctrl.NewManager(cfg, opts)
-//	shard, err := sharding.NewShard(mgr, shardCfg, &v1alpha1.Welcome{})
-//	err = mgr.Add(shard)
+//	shard, err := sharding.Join(mgr, shardCfg, &v1alpha1.Welcome{}) // NewShard, then mgr.Add
 //	r := reconcile.NewReconciler(mgr, hooks, reconcile.WithSharding(shard), reconcile.WithOwns(&corev1.ConfigMap{}))
 package sharding

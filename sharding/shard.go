@@ -139,6 +139,19 @@ func NewShard(mgr manager.Manager, cfg Config, obj client.Object, opts ...Member
 	return s, nil
 }
 
+// Join returns the shard of mgr's replica for objects of obj's kind (NewShard) and adds it to mgr, so
+// that it runs, and releases its Lease, with the manager.
+func Join(mgr manager.Manager, cfg Config, obj client.Object, opts ...MemberOption) (*Shard, error) {
+	s, err := NewShard(mgr, cfg, obj, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(s); err != nil {
+		return nil, fmt.Errorf("join ring %s as %s: %w", cfg.Ring, cfg.Member, err)
+	}
+	return s, nil
+}
+
 // newShard returns the state of a shard before it starts; c writes (guarded by the shard).
 func newShard(cfg Config, member *Member, c client.Client) *Shard {
 	s := &Shard{

@@ -117,12 +117,9 @@ func run(ctx context.Context, f flags) error {
 	}
 	var setupOpts []reconcile.ReconcilerOption
 	if f.shardRing != "" {
-		shard, err := sharding.NewShard(mgr, shardCfg, &v1alpha1.Memcached{})
+		shard, err := sharding.Join(mgr, shardCfg, &v1alpha1.Memcached{})
 		if err != nil {
-			return fmt.Errorf("join ring %s: %w", f.shardRing, err)
-		}
-		if err := mgr.Add(shard); err != nil {
-			return fmt.Errorf("join ring %s: %w", f.shardRing, err)
+			return err
 		}
 		setupOpts = append(setupOpts, reconcile.WithSharding(shard))
 	}
