@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/convergo-dev/convergo/internal/testapi"
@@ -82,16 +84,22 @@ const (
 type cutTransport struct {
 	next http.RoundTripper
 	cut  *atomic.Int32
+	// sent counts the writes (not to Leases) that left the replica, when they leave.
+	sent *atomic.Int64
 }
 
 func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	lease := strings.Contains(req.URL.Path, "/leases")
 	switch c.cut.Load() {
 	case cutAll:
 		return nil, errors.New("cut off")
 	case cutLeases:
-		if strings.Contains(req.URL.Path, "/leases") {
+		if lease {
 			return nil, errors.New("lease requests cut off")
 		}
+	}
+	if !lease && req.Method != http.MethodGet {
+		c.sent.Add(1)
 	}
 	return c.next.RoundTrip(req)
 }
@@ -187,6 +195,7 @@ type replica struct {
 	shard   *sharding.Shard
 	counter *harness.RequestCounter
 	cut     atomic.Int32
+	sent    atomic.Int64 // writes sent, not to Leases (see cutTransport)
 	stop    func()
 }
 
@@ -232,7 +241,7 @@ func (r *ring) start(name string) *replica {
 	rep := &replica{name: name, counter: harness.NewRequestCounter()}
 	cfg := rep.counter.Wrap(rest.CopyConfig(r.env.Config))
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return lagTransport{next: cutTransport{next: rt, cut: &rep.cut}, lag: r.lag}
+		return lagTransport{next: cutTransport{next: rt, cut: &rep.cut, sent: &rep.sent}, lag: r.lag}
 	})
 	shardCfg := sharding.Config{Ring: r.name, Member: name, Namespace: r.ns, ObjectNamespace: r.ns}
 	opts := manager.Options{
@@ -379,12 +388,31 @@ func (r *ring) wait(members []string, generations bool) map[string]string {
 // moves watches the Widgets of ns and records every change of their shard label until stop.
 func moves(t *testing.T, c client.WithWatch, ns, key string) (stop func() []string) {
 	t.Helper()
+	stopRV := movesAt(t, c, ns, key)
+	return func() []string {
+		var out []string
+		for _, m := range stopRV() {
+			out = append(out, m.what)
+		}
+		return out
+	}
+}
+
+// move is one change of a Widget's shard label, and the resourceVersion that made it.
+type move struct {
+	what string
+	rv   int64
+}
+
+// movesAt is moves with the resourceVersion of each move.
+func movesAt(t *testing.T, c client.WithWatch, ns, key string) (stop func() []move) {
+	t.Helper()
 	w, err := c.Watch(t.Context(), &testapi.WidgetList{}, client.InNamespace(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var out []string
+	var out []move
 	last := map[string]string{}
 	done := make(chan struct{})
 	go func() {
@@ -398,13 +426,14 @@ func moves(t *testing.T, c client.WithWatch, ns, key string) (stop func() []stri
 			prev, seen := last[wd.Name]
 			now := wd.Labels[key]
 			if seen && prev != now {
-				out = append(out, fmt.Sprintf("%s: %s -> %s", wd.Name, prev, now))
+				rv, _ := strconv.ParseInt(wd.ResourceVersion, 10, 64)
+				out = append(out, move{fmt.Sprintf("%s: %s -> %s", wd.Name, prev, now), rv})
 			}
 			last[wd.Name] = now
 			mu.Unlock()
 		}
 	}()
-	return func() []string {
+	return func() []move {
 		w.Stop()
 		<-done
 		mu.Lock()
@@ -701,6 +730,40 @@ func TestIntegrationShardRequests(t *testing.T) {
 		t.Errorf("claiming and reconciling a new object: %d Widget patches, want 2 (claim, finalizer)", got)
 	}
 	quiet(b)
+
+	// The moves metric counts each claim and hand-over by reason, per member.
+	wantMoves := map[string]float64{
+		"a " + sharding.ReasonNew: n, "a " + sharding.ReasonRebalance: float64(moved),
+		"b " + sharding.ReasonTakeOver: float64(taken), "b " + sharding.ReasonNew: 1,
+	}
+	if diff := cmp.Diff(wantMoves, movesMetric(t, r.name)); diff != "" {
+		t.Errorf("convergo_shard_moves_total of ring %s (-want +got):\n%s", r.name, diff)
+	}
+}
+
+// movesMetric returns convergo_shard_moves_total of ring by "member reason".
+func movesMetric(t *testing.T, ring string) map[string]float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "convergo_shard_moves_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["ring"] == ring {
+				out[l["member"]+" "+l["reason"]] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }
 
 // TestIntegrationShardZombieStopsWriting: a replica whose Lease requests fail (it can no longer
@@ -712,31 +775,29 @@ func TestIntegrationShardZombieStopsWriting(t *testing.T) {
 	ns := env.Namespace(t)
 	const n = 12
 	r := newRing(t, env, c, ns, "zombie")
-	a, b := r.start("a"), r.start("b")
+	a := r.start("a")
+	r.start("b")
 	createWidgets(t, c, ns, n)
 	r.waitSettled([]string{"a", "b"})
 	key := sharding.Label(r.name)
-	watchMoves := moves(t, c, ns, key)
+	watchMoves := movesAt(t, c, ns, key)
 
 	a.cut.Store(cutLeases)
 	harness.Eventually(t, time.Minute, func() (bool, string) {
 		return a.shard.Writable() != nil, "a still may write"
 	})
-	// From here on a must not write. Its objects keep changing; b must take them over.
-	writesBefore := a.counter.Snapshot().Filter(notLease).Writes()
-	movesBefore := len(watchMoves())
-	if movesBefore != 0 {
-		t.Errorf("%d objects moved before a's renew deadline passed", movesBefore)
-	}
-	watchMoves = moves(t, c, ns, key)
+	// From here on a must not send a write. Its objects keep changing; b must take them over.
+	sentBefore := a.sent.Load()
 	stopChurn := churn(c, ns, n)
 	r.remove("a")
 	r.waitAssigned([]string{"b"})
 	stopChurn()
 	r.waitSettled([]string{"b"})
-	if got := a.counter.Snapshot().Filter(notLease).Writes() - writesBefore; got != 0 {
-		t.Errorf("a wrote %d times after its renew deadline passed", got)
+	if got := a.sent.Load() - sentBefore; got != 0 {
+		t.Errorf("a sent %d writes after its renew deadline passed", got)
 	}
+	// b fenced a's Lease, and took no object of a's before: every move comes after the fence in
+	// etcd's order.
 	lease := &coordinationv1.Lease{}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "zombie-a"}, lease); err != nil {
 		t.Fatal(err)
@@ -744,8 +805,14 @@ func TestIntegrationShardZombieStopsWriting(t *testing.T) {
 	if got := sharding.FencedBy(ptr.Deref(lease.Spec.HolderIdentity, "")); got != "b" {
 		t.Errorf("a's Lease is held by %q, want fenced by b", ptr.Deref(lease.Spec.HolderIdentity, ""))
 	}
-	if got := watchMoves(); len(got) == 0 {
+	fenced, _ := strconv.ParseInt(lease.ResourceVersion, 10, 64)
+	got := watchMoves()
+	if len(got) == 0 {
 		t.Error("no object moved from a to b")
 	}
-	_ = b
+	for _, m := range got {
+		if m.rv < fenced {
+			t.Errorf("%s at resourceVersion %d, before b fenced a at %d", m.what, m.rv, fenced)
+		}
+	}
 }
