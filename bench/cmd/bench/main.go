@@ -1,24 +1,3 @@
-// Command bench measures Convergo's Welcome operator against two peers on one full local cluster
-// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes, built from the Go
-// module proxy by testing/assets): the Welcome operator an expert writes by hand with
-// controller-runtime (bench/expert), the yardstick, and one written the way tutorials write
-// operators (bench/baseline). By default it measures convergo, expert and baseline, in that
-// order, and the report divides every other implementation's figures by the expert's.
-//
-//	go run ./bench/cmd/bench                        # N=50, prints a markdown table
-//	go run ./bench/cmd/bench -n 2000 -out bench/results
-//	go run ./bench/cmd/bench -impl convergo,baseline # convergo/baseline ratios, as before the expert
-//	go run ./bench/cmd/bench -impl expert -json
-//
-// For each implementation in turn it measures converge (N Welcomes created at once until all
-// Ready), memory, restart (a fresh manager until every Welcome was reconciled), update
-// (spec.replicas on all N until Ready) and delete (until no Welcome and no child is left), counting
-// the manager's API requests per verb client side; it does so -rounds times (default
-// bench.DefaultRounds, 4; the order of the implementations reversed every other round) and reports
-// the medians. The table goes to stdout (the JSON with -json); with -out both are also written to
-// <dir>/<date>-n<N>.md and .json. Progress goes to stderr.
-//
-// Flags: -n, -rounds, -nodes, -impl, -json, -out, -timeout (per phase), -quiet, -workers, -crd, -v.
 package main
 
 import (
