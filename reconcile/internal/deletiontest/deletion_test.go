@@ -40,6 +40,38 @@ func TestMain(m *testing.M) {
 
 // startOperator runs a Reconciler of Widgets named name with children, in a manager whose requests
 // counter counts.
+// gcSeesWidgets makes waitGCSeesWidgets probe the garbage collector once per test binary.
+var gcSeesWidgets sync.Once
+
+// waitGCSeesWidgets waits until the garbage collector acts on the deletion of Widgets: it learns new
+// kinds from discovery on a 30 s cycle (several on a loaded machine), and until then a Widget deleted
+// with foreground propagation keeps its dependents, and a dependent of a deleted Widget is collected
+// only when its rate-limited recheck of the owner comes around. A probe Widget (no operator runs, so
+// no finalizer) with one dependent is deleted with foreground propagation: it goes only once the
+// collector watches Widgets and has deleted the dependent. Call it before any operator starts.
+func waitGCSeesWidgets(t *testing.T) {
+	t.Helper()
+	gcSeesWidgets.Do(func() {
+		env := harness.Default()
+		ns := env.Namespace(t)
+		probe := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "gc-probe", Namespace: ns}}
+		if err := env.Client.Create(t.Context(), probe); err != nil {
+			t.Fatal(err)
+		}
+		dependent := configMap("gc-probe-dependent", ns)
+		dependent.OwnerReferences = []metav1.OwnerReference{{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: probe.Name, UID: probe.UID}}
+		if err := env.Client.Create(t.Context(), dependent); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := env.Client.Delete(t.Context(), probe, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+			t.Fatal(err)
+		}
+		harness.WaitForDeletion(t, env.Client, probe, 10*time.Minute)
+		t.Logf("the garbage collector handled a Widget's foreground deletion %v after it was asked", time.Since(start).Round(time.Millisecond))
+	})
+}
+
 func startOperator(t *testing.T, name string, children reconcile.ChildrenFunc[*testapi.Widget], owns ...client.Object) *harness.RequestCounter {
 	t.Helper()
 	env := harness.Default()
@@ -93,6 +125,7 @@ func ownedBy(obj, owner client.Object) string {
 // survives that only because it never had an owner reference. The operator, started again, releases it
 // and removes the finalizer.
 func TestKeepOnDeleteOutlivesTheOwner(t *testing.T) {
+	waitGCSeesWidgets(t)
 	for _, prop := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground} {
 		t.Run(string(prop), func(t *testing.T) {
 			env := harness.Default()
@@ -161,6 +194,7 @@ func TestKeepOnDeleteOutlivesTheOwner(t *testing.T) {
 // is deleted only after it is gone. The order is read from the resourceVersions of the watch events
 // that report the deletions (etcd's revisions, one sequence for the whole cluster).
 func TestForegroundChildWaitsForItsDependents(t *testing.T) {
+	waitGCSeesWidgets(t)
 	env := harness.Default()
 	ns := env.Namespace(t)
 	counter := startOperator(t, "foreground", func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
