@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"strings"
@@ -93,36 +94,49 @@ func Intent(obj runtime.Object, scheme *runtime.Scheme) (map[string]any, error) 
 // annotation itself and the shard labels (sharding.LabelPrefix: they follow the owner from member to
 // member, and the move relabels the children). encoding/json sorts map keys, which makes the encoding canonical.
 func IntentHash(intent map[string]any) (string, error) {
-	c := intent
-	anns, _ := nestedMap(intent, "metadata", "annotations")
-	_, hasHash := anns[AnnotationIntentHash]
-	ls, _ := nestedMap(intent, "metadata", "labels")
-	if hasHash || hasShardLabel(ls) {
-		c = runtime.DeepCopyJSON(intent)
-		md := c["metadata"].(map[string]any)
-		if a, ok := nestedMap(c, "metadata", "annotations"); ok {
-			delete(a, AnnotationIntentHash)
-			if len(a) == 0 {
-				delete(md, "annotations")
-			}
-		}
-		if l, ok := nestedMap(c, "metadata", "labels"); ok {
-			for k := range l {
-				if isShardLabel(k) {
-					delete(l, k)
-				}
-			}
-			if len(l) == 0 {
-				delete(md, "labels")
-			}
-		}
-	}
-	data, err := json.Marshal(c)
+	data, err := json.Marshal(hashedIntent(intent))
 	if err != nil {
 		return "", fmt.Errorf("hash intent: %w", err)
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// hashedIntent returns intent without the intent-hash annotation and the shard labels. Only the maps
+// on the way to them are copied: the rest is shared with intent, which is left as it is.
+func hashedIntent(intent map[string]any) map[string]any {
+	anns, _ := nestedMap(intent, "metadata", "annotations")
+	_, hasHash := anns[AnnotationIntentHash]
+	ls, _ := nestedMap(intent, "metadata", "labels")
+	if !hasHash && !hasShardLabel(ls) {
+		return intent
+	}
+	md := maps.Clone(intent["metadata"].(map[string]any))
+	if hasHash {
+		md["annotations"] = without(anns, func(k string) bool { return k == AnnotationIntentHash })
+	}
+	if hasShardLabel(ls) {
+		md["labels"] = without(ls, isShardLabel)
+	}
+	for _, k := range []string{"annotations", "labels"} {
+		if m, ok := md[k].(map[string]any); ok && len(m) == 0 {
+			delete(md, k)
+		}
+	}
+	c := maps.Clone(intent)
+	c["metadata"] = md
+	return c
+}
+
+// without returns a copy of m without the keys drop matches.
+func without(m map[string]any, drop func(string) bool) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if !drop(k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func reduceMetadata(m any) map[string]any {

@@ -256,25 +256,14 @@ func (s *Shard) observe(ctx context.Context) {
 			}
 		}
 	}
-	ready := []string{}
+	var ready []string
 	for name, held := range v.live {
-		if name == s.cfg.Member || held >= s.mcfg.joinDelay {
+		if held >= s.mcfg.joinDelay {
 			ready = append(ready, name)
 		}
 	}
-	if writable && !slices.Contains(ready, s.cfg.Member) {
-		ready = append(ready, s.cfg.Member) // our own renewal may not be in the cache yet
-	}
-	if !writable {
-		ready = slices.DeleteFunc(ready, func(n string) bool { return n == s.cfg.Member })
-	}
-	live := slices.Collect(maps.Keys(v.live))
-	if writable && !slices.Contains(live, s.cfg.Member) {
-		live = append(live, s.cfg.Member)
-	}
-	if !writable {
-		live = slices.DeleteFunc(live, func(n string) bool { return n == s.cfg.Member })
-	}
+	ready = s.withSelf(ready, writable)
+	live := s.withSelf(slices.Collect(maps.Keys(v.live)), writable)
 	ring, claims := NewRing(ready), NewRing(live)
 	now := s.mcfg.clock.Now()
 	s.mu.Lock()
@@ -299,7 +288,18 @@ func (s *Shard) observe(ctx context.Context) {
 	}
 }
 
-// resync looks at every object again, and refreshes the owned and unassigned gauges.
+// withSelf returns names with this member in it while it may write (its own renewal may not be in
+// the cache yet), and without it otherwise.
+func (s *Shard) withSelf(names []string, writable bool) []string {
+	names = slices.DeleteFunc(names, func(n string) bool { return n == s.cfg.Member })
+	if writable {
+		names = append(names, s.cfg.Member)
+	}
+	return names
+}
+
+// resync looks at every object again, queues those this member must claim or hand over, and
+// refreshes the owned and unassigned gauges.
 func (s *Shard) resync() {
 	s.mu.Lock()
 	store := s.store
@@ -313,13 +313,16 @@ func (s *Shard) resync() {
 		if !ok {
 			continue
 		}
-		switch s.classify(m) {
+		c := s.classify(m)
+		switch c {
 		case classOwned, classHandOver:
 			owned++
 		case classClaim, classUnassigned:
 			unassigned++
 		}
-		s.queue.Add(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
+		if c == classClaim || c == classHandOver { // the others need nothing from this member
+			s.queue.Add(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
+		}
 	}
 	metricOwned.WithLabelValues(s.cfg.Ring, s.cfg.Member).Set(float64(owned))
 	metricUnassigned.WithLabelValues(s.cfg.Ring, s.cfg.Member).Set(float64(unassigned))
@@ -522,6 +525,10 @@ func (s *Shard) drain() {
 // that moved here, before anything reads its children from the cache. It returns how many children
 // it relabelled.
 func (s *Shard) TakeChildren(ctx context.Context, owner client.Object, ownerLabel string, kinds []schema.GroupVersionKind) (int, error) {
+	patch, err := labelPatch(s.key, s.cfg.Member, "", "")
+	if err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, gvk := range kinds {
 		mapping, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -538,10 +545,6 @@ func (s *Shard) TakeChildren(ctx context.Context, owner client.Object, ownerLabe
 				continue
 			}
 			child.SetGroupVersionKind(gvk)
-			patch, err := labelPatch(s.key, s.cfg.Member, "", "")
-			if err != nil {
-				return n, err
-			}
 			if err := s.writer.Patch(ctx, child, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
 				return n, fmt.Errorf("relabel %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(child), err)
 			}
@@ -552,7 +555,7 @@ func (s *Shard) TakeChildren(ctx context.Context, owner client.Object, ownerLabe
 	obj.SetGroupVersionKind(s.gvk)
 	obj.SetNamespace(owner.GetNamespace())
 	obj.SetName(owner.GetName())
-	patch := []byte(`{"metadata":{"annotations":{"` + AnnotationMovedFrom + `":null}}}`)
+	// The same patch: the owner already carries this member's label, and loses the mark.
 	if err := s.writer.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return n, fmt.Errorf("mark %s as taken: %w", client.ObjectKeyFromObject(owner), err)
 	}
