@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -75,7 +78,13 @@ type config struct {
 	harnessOpts   []harness.Option
 	startedAt     func() time.Time
 	replicasAfter int32
+	heapProfiles  string
 }
+
+// WithHeapProfiles writes a heap profile of the process (pprof format) into dir once each
+// implementation has converged, when the memory is measured: dir/<implementation>-r<round>.heap.
+// Profiles sample more finely (runtime.MemProfileRate) from the first Run with it on.
+func WithHeapProfiles(dir string) Option { return func(c *config) { c.heapProfiles = dir } }
 
 // WithN sets the number of Welcome objects per implementation (default DefaultN, at most MaxN).
 func WithN(n int) Option { return func(c *config) { c.n = n } }
@@ -182,6 +191,9 @@ func Run(ctx context.Context, impls []Implementation, opts ...Option) (*Report, 
 	if len(impls) == 0 {
 		return nil, errors.New("bench: no implementation to measure")
 	}
+	if cfg.heapProfiles != "" {
+		runtime.MemProfileRate = 512 // the default samples one allocation in 512 KiB: too coarse per object
+	}
 	report := &Report{N: cfg.n, Nodes: cfg.nodes, Rounds: cfg.rounds, Started: cfg.startedAt(), GoVersion: runtime.Version()}
 
 	cfg.log.Info("starting the local cluster", "nodes", cfg.nodes)
@@ -286,6 +298,11 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 	}
 	r.counter.Reset() // the recorded requests would count as the manager's heap
 	heapAfter := heap()
+	if cfg.heapProfiles != "" {
+		if err := writeHeapProfile(filepath.Join(cfg.heapProfiles, fmt.Sprintf("%s-r%d.heap", impl.Name, round))); err != nil {
+			return nil, err
+		}
+	}
 	res.Memory = Memory{
 		HeapInuseBytes: int64(heapAfter.HeapInuse) - int64(heapBefore.HeapInuse),
 		HeapAllocBytes: int64(heapAfter.HeapAlloc) - int64(heapBefore.HeapAlloc),
@@ -739,6 +756,19 @@ func (r *run) deleteNamespace() {
 	if err != nil {
 		r.log.Info("namespace still being deleted", "namespace", r.ns)
 	}
+}
+
+// writeHeapProfile writes the heap profile of the process to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("heap profile %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // heap returns the memory statistics after a full garbage collection.

@@ -54,11 +54,11 @@ type fixture struct {
 	owner   *corev1.ConfigMap
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...harness.ManagerOption) *fixture {
 	t.Helper()
 	env := harness.Default()
 	f := &fixture{env: env, ns: env.Namespace(t), counter: harness.NewRequestCounter()}
-	f.mgr = env.StartManager(t, nil, harness.WithManagerConfig(f.counter.Wrap(env.Config)))
+	f.mgr = env.StartManager(t, nil, append([]harness.ManagerOption{harness.WithManagerConfig(f.counter.Wrap(env.Config))}, opts...)...)
 	f.owner = f.newOwner(t, "owner")
 	return f
 }

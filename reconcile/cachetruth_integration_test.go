@@ -38,9 +38,19 @@ type cacheVariant struct {
 	name   string
 	lag    bool
 	filter bool
+	// slim: the children's cached copies are those of a SlimCache (digests instead of specs).
+	slim bool
 }
 
-var cacheVariants = []cacheVariant{{name: "current"}, {name: "lagging", lag: true}, {name: "filtered", filter: true}}
+var cacheVariants = []cacheVariant{
+	{name: "current"}, {name: "lagging", lag: true}, {name: "filtered", filter: true},
+	{name: "slim", slim: true}, {name: "slim-lagging", slim: true, lag: true},
+}
+
+// cachedKinds are the kinds of the children these tests apply.
+func cachedKinds() []client.Object {
+	return []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}, &rbacv1.ClusterRole{}}
+}
 
 // startVariant gives the test a namespace and a manager with the variant's cache (lagging from now on
 // for the lagging variant), whose requests counter counts.
@@ -63,6 +73,11 @@ func variantManager(t *testing.T, env *harness.Env, v cacheVariant, counter *har
 	if v.filter {
 		opts = append(opts, harness.WithManagerOptions(func(o *manager.Options) {
 			o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
+		}))
+	}
+	if v.slim {
+		opts = append(opts, harness.WithManagerOptions(func(o *manager.Options) {
+			reconcile.SlimCache(&o.Cache, cachedKinds()...)
 		}))
 	}
 	mgr := env.StartManager(t, nil, opts...)
@@ -126,7 +141,7 @@ func TestIntegrationNeverStealWhateverTheCache(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if !v.lag && !v.filter {
+			if !v.lag && !v.filter && !v.slim { // a SlimCache, lean, holds only objects with our tracking label
 				for _, o := range []client.Object{orphan, taken} {
 					harness.Eventually(t, waitTimeout, func() (bool, string) {
 						err := mgr.GetClient().Get(t.Context(), client.ObjectKeyFromObject(o), &appsv1.Deployment{})
@@ -282,7 +297,22 @@ func outOfOrder(exist []string) string {
 // replaces them whole). One Apply reverts each; a sidecar container and an env var someone adds (lists
 // merged by key) cause no write.
 func TestIntegrationApplyRevertsAtomicListEscalation(t *testing.T) {
-	f := newFixture(t)
+	for _, slim := range []bool{false, true} {
+		name := "lean"
+		var opts []harness.ManagerOption
+		if slim {
+			name = "slim"
+			opts = append(opts, harness.WithManagerOptions(func(o *manager.Options) {
+				reconcile.SlimCache(&o.Cache, cachedKinds()...)
+			}))
+		}
+		t.Run(name, func(t *testing.T) { testAtomicListEscalation(t, newFixture(t, opts...), slim) })
+	}
+}
+
+// testAtomicListEscalation: with a SlimCache the cache holds no list to compare, only digests: an
+// unchanged child costs no request, a changed one a read and a write.
+func testAtomicListEscalation(t *testing.T, f *fixture, slim bool) {
 	a := f.applier(reconcile.WithAPIReader(f.mgr.GetAPIReader()))
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-role"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}}
@@ -347,12 +377,16 @@ func TestIntegrationApplyRevertsAtomicListEscalation(t *testing.T) {
 			t.Errorf("%s: Apply = %s, %v; want %s", s.name, op, err, s.wantOp)
 			continue
 		}
-		wantWrites := 0
+		wantWrites, wantReads := 0, 0
 		if s.wantOp == reconcile.OperationUpdated {
 			wantWrites = 1
+			if slim {
+				wantReads = 1 // the child, whole
+			}
 		}
-		if writes := f.counter.Snapshot().Writes(); writes != wantWrites {
-			t.Errorf("%s: %d writes, want %d:\n%s", s.name, writes, wantWrites, f.counter.Snapshot())
+		snap := f.counter.Snapshot()
+		if writes, reads := snap.Writes(), snap.Count("get", ""); writes != wantWrites || reads != wantReads {
+			t.Errorf("%s: %d writes and %d reads, want %d and %d:\n%s", s.name, writes, reads, wantWrites, wantReads, snap)
 		}
 		if s.check != nil {
 			if diff := cmp.Diff(want[s.name], s.check(got)); diff != "" {

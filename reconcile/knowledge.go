@@ -38,6 +38,15 @@ type knowledge struct {
 	mu  sync.Mutex
 	m   map[objectID]*known
 	now func() time.Time
+	// held records, by UID, children of a SlimCache whose digest differs from the intent hash although
+	// they hold the intent (a value the API server normalised): read once from the API server and judged,
+	// or the answer to our write. See holdsDigest.
+	held map[types.UID]heldDigest
+}
+
+// heldDigest is a child's digest (AnnotationApplied) known to hold the intent of hash.
+type heldDigest struct {
+	digest, hash string
 }
 
 // objectID names an object whatever its UID: what a cache miss can name.
@@ -70,7 +79,7 @@ type known struct {
 const maxKnown = 10000
 
 func newKnowledge() *knowledge {
-	return &knowledge{m: map[objectID]*known{}, now: time.Now}
+	return &knowledge{m: map[objectID]*known{}, now: time.Now, held: map[types.UID]heldDigest{}}
 }
 
 func idOf(gk schema.GroupKind, obj client.Object) objectID {
@@ -312,6 +321,24 @@ func (k *knowledge) forget(id objectID, uid types.UID) {
 	if rec := k.m[id]; rec != nil && rec.uid == uid {
 		delete(k.m, id)
 	}
+	delete(k.held, uid)
+}
+
+// holds records that the child uid, whose digest is digest, holds the intent of hash.
+func (k *knowledge) holds(uid types.UID, digest, hash string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.held) >= maxKnown {
+		clear(k.held) // each costs one read to learn again
+	}
+	k.held[uid] = heldDigest{digest: digest, hash: hash}
+}
+
+// holdsDigest reports whether the child uid with digest is known to hold the intent of hash.
+func (k *knowledge) holdsDigest(uid types.UID, digest, hash string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.held[uid] == heldDigest{digest: digest, hash: hash}
 }
 
 // len returns how many objects have a record.

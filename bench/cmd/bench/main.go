@@ -85,18 +85,19 @@ func main() {
 
 // flags are the command-line options.
 type flags struct {
-	n       int
-	nodes   int
-	rounds  int
-	impls   string
-	json    bool
-	out     string
-	timeout time.Duration
-	quiet   time.Duration
-	workers int
-	crd     string
-	verbose bool
-	cpuprof string
+	n        int
+	nodes    int
+	rounds   int
+	impls    string
+	json     bool
+	out      string
+	timeout  time.Duration
+	quiet    time.Duration
+	workers  int
+	crd      string
+	verbose  bool
+	cpuprof  string
+	heapprof string
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -114,6 +115,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.workers, "workers", bench.DefaultWorkers, "concurrent requests of the bench driver")
 	fs.StringVar(&f.crd, "crd", "examples/welcome/config/crd/bases", "directory of the Welcome CRD")
 	fs.BoolVar(&f.verbose, "v", false, "log the managers' info messages, not only their errors")
+	fs.StringVar(&f.heapprof, "heapprofiles", "", "write a heap profile of the bench process into this directory once each implementation has converged (<impl>-r<round>.heap)")
 	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the bench process (the managers under measurement and the driver) to this file")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -189,6 +191,7 @@ func run(args []string) int {
 		bench.WithCRDPaths(f.crd),
 		bench.WithLogger(progress),
 		bench.WithManagerLogger(managers),
+		bench.WithHeapProfiles(f.heapprof),
 	)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)

@@ -39,10 +39,11 @@ const (
 
 // CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
 // without managedFields, and of the child kinds (appsv1.Deployment, corev1.Service) only the
-// Convergo children (reconcile.LeanCache). Use it unless another controller in the same manager needs
-// every object of those kinds.
+// Convergo children, cached slim (reconcile.SlimCache: metadata, status, scalars and a digest of what
+// the controller applied; the status reads nothing else). Use it unless another controller in the
+// same manager needs every object of those kinds, or whole ones.
 func CacheOptions(opts *cache.Options) {
-	reconcile.LeanCache(opts, &appsv1.Deployment{}, &corev1.Service{})
+	reconcile.SlimCache(opts, &appsv1.Deployment{}, &corev1.Service{})
 }
 
 // ShardCacheOptions scopes the manager's caches to one replica's share of a sharded Memcached

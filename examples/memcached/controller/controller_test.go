@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/memcached/controller"
@@ -60,7 +61,7 @@ func createPods(t *testing.T, c client.Client, mc *v1alpha1.Memcached, names ...
 func TestLifecycle(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	env.StartManager(t, controller.SetupWithManager)
+	env.StartManager(t, controller.SetupWithManager, shippedCache(), shippedCache())
 	mc := newMemcached(t, env, ns, "cache", v1alpha1.MemcachedSpec{Size: 2})
 	key := client.ObjectKeyFromObject(mc)
 
@@ -148,7 +149,7 @@ func TestLifecycle(t *testing.T) {
 func TestZeroRequestsOnceConverged(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	op := optest.StartOperator(t, env, controller.Setup)
+	op := optest.StartOperator(t, env, controller.Setup, shippedCache())
 	mc := newMemcached(t, env, ns, "cache", v1alpha1.MemcachedSpec{
 		Size: 3, MaxUnavailable: ptr.To[int32](1),
 		Resources: &corev1.ResourceRequirements{
@@ -185,7 +186,7 @@ func TestZeroRequestsOnceConverged(t *testing.T) {
 func TestInvalidSpecStallsUntilFixed(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	env.StartManager(t, controller.SetupWithManager)
+	env.StartManager(t, controller.SetupWithManager, shippedCache(), shippedCache())
 	mc := newMemcached(t, env, ns, "cache", v1alpha1.MemcachedSpec{
 		Size: 1, CacheSizeMB: 256,
 		Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
@@ -220,7 +221,7 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
 	cfg := optest.ServiceAccountConfig(t, env.Config, env.Client, ns, "../config/rbac/role.yaml")
-	env.StartManager(t, controller.SetupWithManager, harness.WithManagerConfig(cfg))
+	env.StartManager(t, controller.SetupWithManager, shippedCache(), harness.WithManagerConfig(cfg))
 	mc := newMemcached(t, env, ns, "cache", v1alpha1.MemcachedSpec{Size: 1})
 	key := client.ObjectKeyFromObject(mc)
 	harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
@@ -280,4 +281,10 @@ func checkService(t *testing.T, svc *corev1.Service, mc *v1alpha1.Memcached, por
 	if diff := cmp.Diff(controller.Labels(mc).Selector(), svc.Spec.Selector); diff != "" {
 		t.Errorf("service selector (-want +got):\n%s", diff)
 	}
+}
+
+// shippedCache gives the test's manager the cache options the operator's main uses
+// (controller.CacheOptions), so that the tests check the operator as it is shipped.
+func shippedCache() harness.ManagerOption {
+	return harness.WithManagerOptions(func(o *manager.Options) { controller.CacheOptions(&o.Cache) })
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/convergo-dev/convergo/builders"
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
@@ -66,7 +67,7 @@ var (
 func TestLifecycle(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	env.StartManager(t, controller.SetupWithManager)
+	env.StartManager(t, controller.SetupWithManager, shippedCache(), shippedCache())
 	secret := newSecret(t, env.Client, ns, "alice-password", "s3cret")
 	w := newWelcome(t, env, ns, "alice", v1alpha1.WelcomeSpec{
 		Name:              "Alice <admin>",
@@ -180,7 +181,7 @@ func TestLifecycle(t *testing.T) {
 func TestMissingSecret(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	env.StartManager(t, controller.SetupWithManager)
+	env.StartManager(t, controller.SetupWithManager, shippedCache(), shippedCache())
 	w := newWelcome(t, env, ns, "bob", v1alpha1.WelcomeSpec{
 		Name:              "Bob",
 		PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "bob-password", Key: "password"},
@@ -221,7 +222,7 @@ func TestPasswordNeverLeaks(t *testing.T) {
 	ns := env.Namespace(t)
 	var logs lockedBuffer
 	logger := funcr.New(func(prefix, args string) { logs.WriteString(prefix + " " + args + "\n") }, funcr.Options{Verbosity: 10})
-	env.StartManager(t, controller.SetupWithManager, harness.WithManagerLogger(logger))
+	env.StartManager(t, controller.SetupWithManager, shippedCache(), harness.WithManagerLogger(logger))
 	password := "pw-" + rand.String(24)
 	newSecret(t, env.Client, ns, "carol-password", password)
 	w := newWelcome(t, env, ns, "carol", v1alpha1.WelcomeSpec{
@@ -273,7 +274,7 @@ func TestPasswordNeverLeaks(t *testing.T) {
 func TestZeroRequestsOnceConverged(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	op := optest.StartOperator(t, env, controller.Setup)
+	op := optest.StartOperator(t, env, controller.Setup, shippedCache())
 	newSecret(t, env.Client, ns, "dave-password", "pw")
 	w := newWelcome(t, env, ns, "dave", v1alpha1.WelcomeSpec{
 		Name: "Dave", Groups: []string{"ops"}, Email: "dave@example.com", UserID: ptr.To[int64](2000),
@@ -312,7 +313,7 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
 	cfg := optest.ServiceAccountConfig(t, env.Config, env.Client, ns, "../config/rbac/role.yaml")
-	env.StartManager(t, controller.SetupWithManager, harness.WithManagerConfig(cfg))
+	env.StartManager(t, controller.SetupWithManager, shippedCache(), harness.WithManagerConfig(cfg))
 	w := newWelcome(t, env, ns, "erin", v1alpha1.WelcomeSpec{
 		Name: "Erin", PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "erin-password", Key: "password"},
 	})
@@ -441,7 +442,7 @@ func TestManyAtOnceMinimalWrites(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
 	counter := harness.NewRequestCounter()
-	env.StartManager(t, controller.SetupWithManager, harness.WithManagerConfig(counter.Wrap(env.Config)))
+	env.StartManager(t, controller.SetupWithManager, shippedCache(), harness.WithManagerConfig(counter.Wrap(env.Config)))
 	var wg sync.WaitGroup
 	keys := make([]client.ObjectKey, n)
 	for i := range n {
@@ -477,4 +478,10 @@ func TestManyAtOnceMinimalWrites(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("requests to converge %d Welcomes (-want +got):\n%s\nall requests:\n%s", n, diff, reqs)
 	}
+}
+
+// shippedCache gives the test's manager the cache options the operator's main uses
+// (controller.CacheOptions), so that the tests check the operator as it is shipped.
+func shippedCache() harness.ManagerOption {
+	return harness.WithManagerOptions(func(o *manager.Options) { controller.CacheOptions(&o.Cache) })
 }
