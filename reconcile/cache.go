@@ -16,6 +16,9 @@ import (
 //
 //   - no object keeps its managedFields (nothing in Convergo reads them; they are often half of an
 //     object's size);
+//   - the strings objects repeat (label keys and values, annotation keys, namespaces, owner names and
+//     UIDs, status condition reasons) are shared between the cached objects instead of copied into
+//     each (package unique);
 //   - the informers of the child kinds given list and watch only objects carrying the tracking label
 //     convergo.dev/owner-uid, which every child the Applier writes carries: the API server filters, so
 //     objects of those kinds that are not a Convergo child cost neither memory nor events.
@@ -38,8 +41,14 @@ func LeanCache(opts *cache.Options, children ...client.Object) {
 	strip := cache.TransformStripManagedFields()
 	opts.DefaultTransform = func(in any) (any, error) {
 		out, err := strip(in)
-		if err != nil || next == nil {
+		if err != nil {
 			return out, err
+		}
+		if obj, ok := out.(client.Object); ok {
+			internObject(obj)
+		}
+		if next == nil {
+			return out, nil
 		}
 		return next(out)
 	}

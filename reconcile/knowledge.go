@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -38,6 +39,9 @@ type knowledge struct {
 	mu  sync.Mutex
 	m   map[objectID]*known
 	now func() time.Time
+	// peak is the most records m held since it was last rebuilt: a Go map keeps the room of its
+	// largest size, so m is rebuilt once it holds a quarter of that (see compact).
+	peak int
 	// held records, by UID, children of a SlimCache whose digest differs from the intent hash although
 	// they hold the intent (a value the API server normalised): read once from the API server and judged,
 	// or the answer to our write. See holdsDigest.
@@ -96,6 +100,7 @@ func (k *knowledge) entry(id objectID, uid types.UID) *known {
 		}
 		rec = &known{uid: uid}
 		k.m[id] = rec
+		k.peak = max(k.peak, len(k.m))
 	}
 	rec.at = k.now()
 	return rec
@@ -161,7 +166,19 @@ func (k *knowledge) caughtUp(id objectID, rec *known) {
 	rec.written, rec.superseded, rec.latest, rec.hash = false, nil, nil, ""
 	if !rec.deleting && !rec.gone {
 		delete(k.m, id)
+		k.compact()
 	}
+}
+
+// compact rebuilds m once it holds a quarter of its peak, giving back the room of the records dropped
+// since (after a burst of writes, such as every object converging at start). Callers hold mu.
+func (k *knowledge) compact() {
+	if k.peak < 64 || len(k.m) > k.peak/4 {
+		return
+	}
+	m := make(map[objectID]*known, len(k.m))
+	maps.Copy(m, k.m)
+	k.m, k.peak = m, len(m)
 }
 
 // lagging reports whether cached is a version our last write (of intent hash) superseded: the cache
@@ -302,6 +319,7 @@ func (k *knowledge) forgetChildren(owner types.UID) {
 			delete(k.m, id)
 		}
 	}
+	k.compact()
 }
 
 // observe drops the record of the write to obj once the cache shows a version it did not supersede.
@@ -320,6 +338,7 @@ func (k *knowledge) forget(id objectID, uid types.UID) {
 	defer k.mu.Unlock()
 	if rec := k.m[id]; rec != nil && rec.uid == uid {
 		delete(k.m, id)
+		k.compact()
 	}
 	delete(k.held, uid)
 }

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -208,5 +209,30 @@ func TestKnowledgeBounded(t *testing.T) {
 	newest := objectID{gk: widgetID.gk, key: types.NamespacedName{Name: fmt.Sprint(maxKnown)}}
 	if !k.deleteSent(newest, types.UID(fmt.Sprint(maxKnown))) {
 		t.Error("the newest record was dropped")
+	}
+}
+
+// TestKnowledgeCompacts: once most records are dropped, the map is rebuilt, and the records left are
+// kept.
+func TestKnowledgeCompacts(t *testing.T) {
+	k := newKnowledge()
+	gk := schema.GroupKind{Kind: "ConfigMap"}
+	const n = 200
+	for i := range n {
+		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint(i), UID: types.UID(fmt.Sprint(i)), ResourceVersion: "2"}}
+		k.wrote(idOf(gk, obj), "", nil, "1", obj, "h", false)
+	}
+	before := k.m
+	for i := range n - 10 {
+		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint(i), UID: types.UID(fmt.Sprint(i)), ResourceVersion: "2"}}
+		k.observe(idOf(gk, obj), obj)
+	}
+	rebuilt := reflect.ValueOf(k.m).UnsafePointer() != reflect.ValueOf(before).UnsafePointer()
+	if diff := cmp.Diff([2]any{true, 10}, [2]any{rebuilt, k.len()}); diff != "" {
+		t.Errorf("(rebuilt, records) (-want +got):\n%s", diff)
+	}
+	last := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint(n - 1), UID: types.UID(fmt.Sprint(n - 1))}}
+	if !k.unseenWrite(idOf(gk, last)) {
+		t.Error("the record of a write the cache has not shown was lost")
 	}
 }

@@ -28,11 +28,11 @@ const digestLen = 32
 
 // SlimCache is LeanCache, and the cached copy of each child keeps only what reading it needs:
 //
-//   - its metadata (without managedFields and without the node annotations of package reconcile,
-//     which only kubectl convergo reads, from the API server) and its status;
+//   - its metadata (without managedFields, the intent hash, which the digest covers, and the node
+//     annotations, which only kubectl convergo reads, from the API server) and its status;
 //   - of everything else (the spec, a ConfigMap's data, a Role's rules...), only the scalar fields (a
-//     Deployment's replicas, a Service's type and clusterIP, a Job's completions): every list and map
-//     is dropped, so are pod templates;
+//     Deployment's replicas, a Service's type and clusterIP, a Job's completions) and the lists of flat
+//     records (a Service's ports): every other list and every map is dropped, so are pod templates;
 //   - AnnotationApplied: per server-side apply field manager, a digest of the values the child holds
 //     in the fields that manager owns, as the API server's managedFields record them.
 //
@@ -45,8 +45,8 @@ const digestLen = 32
 // unchanged without a request.
 //
 // What a cached child no longer holds is the price: a ReadyWhen check or a Status hook that reads a
-// list or a map of a child's spec (a Service's ports, a pod template) sees it empty on a cached copy
-// (it is there on the answer to a write). The readiness checks of package builders read only scalar
+// dropped list or map of a child (a pod template, a ConfigMap's data, a Service's selector) sees it
+// empty on a cached copy (it is there on the answer to a write). The readiness checks of package builders read only scalar
 // fields and the status. Never update a child read from this cache: it would write back what was
 // dropped; apply it. A child kind not in this list keeps whole copies (LeanCache).
 //
@@ -107,6 +107,7 @@ func slim(obj client.Object, gvk schema.GroupVersionKind) error {
 	}
 	delete(anns, AnnotationNode)
 	delete(anns, AnnotationDependsOn)
+	delete(anns, AnnotationIntentHash) // the digest covers it
 	anns[AnnotationApplied] = digests
 	obj.SetAnnotations(anns)
 	obj.SetManagedFields(nil)
@@ -134,10 +135,15 @@ func slim(obj client.Object, gvk schema.GroupVersionKind) error {
 	return nil
 }
 
-// keepScalars zeroes every list and map in v, and every pointer to a struct left empty by that.
+// keepScalars zeroes every list and map in v but lists of flat records, and every pointer to a
+// struct left empty by that.
 func keepScalars(v reflect.Value) {
 	switch v.Kind() {
-	case reflect.Slice, reflect.Map, reflect.Interface:
+	case reflect.Slice:
+		if !flat(v.Type().Elem()) {
+			v.SetZero()
+		}
+	case reflect.Map, reflect.Interface:
 		v.SetZero()
 	case reflect.Struct:
 		for i := range v.NumField() {
@@ -156,10 +162,54 @@ func keepScalars(v reflect.Value) {
 	}
 }
 
-// dropLists is keepScalars for unstructured content: lists go, maps keep their scalars.
+// flat reports whether t is a record of scalars: a struct whose fields are scalars, pointers to
+// scalars or such records (a Service's ports).
+func flat(t reflect.Type) bool {
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	for i := range t.NumField() {
+		f := t.Field(i).Type
+		if f.Kind() == reflect.Pointer {
+			f = f.Elem()
+		}
+		switch f.Kind() {
+		case reflect.Struct:
+			if !flat(f) {
+				return false
+			}
+		case reflect.Slice, reflect.Array, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func:
+			return false
+		}
+	}
+	return true
+}
+
+// flatList reports whether every element of l is a map of scalars.
+func flatList(l []any) bool {
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return false
+		}
+		for _, v := range m {
+			switch v.(type) {
+			case []any, map[string]any:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// dropLists is keepScalars for unstructured content: lists go but lists of flat records, maps keep
+// their scalars.
 func dropLists(v any) any {
 	switch v := v.(type) {
 	case []any:
+		if len(v) > 0 && flatList(v) {
+			return v
+		}
 		return nil
 	case map[string]any:
 		for k, e := range v {

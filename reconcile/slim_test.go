@@ -187,9 +187,8 @@ func TestSlimCacheKeeps(t *testing.T) {
 	digest, _ := appliedDigest(got, "convergo")
 	want := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1",
-			Labels: map[string]string{"seen-by": "default-transform"},
-			Annotations: map[string]string{"example.com/note": "kept", AnnotationApplied: "convergo=" + digest,
-				AnnotationIntentHash: live.GetAnnotations()[AnnotationIntentHash]},
+			Labels:          map[string]string{"seen-by": "default-transform"},
+			Annotations:     map[string]string{"example.com/note": "kept", AnnotationApplied: "convergo=" + digest},
 			OwnerReferences: live.GetOwnerReferences()},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](3),

@@ -51,13 +51,12 @@ const (
 
 // CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
 // without managedFields, and of the child kinds (corev1.ConfigMap, appsv1.Deployment, corev1.Service) only the
-// Convergo children (reconcile.LeanCache). The ConfigMaps and Deployments are cached slim
-// (reconcile.SlimCache: metadata, status, scalars and a digest of what the controller applied, no page
-// and no pod template); the Services whole, because the status reads their ports. Use it unless
-// another controller in the same manager needs every object of those kinds, or whole ones.
+// Convergo children, cached slim (reconcile.SlimCache: metadata, status, scalars, a Service's ports
+// and a digest of what the controller applied; no page, no pod template: neither the status nor the
+// readiness checks read them). Use it unless another controller in the same manager needs every
+// object of those kinds, or whole ones.
 func CacheOptions(opts *cache.Options) {
-	reconcile.LeanCache(opts, &corev1.Service{})
-	reconcile.SlimCache(opts, &corev1.ConfigMap{}, &appsv1.Deployment{})
+	reconcile.SlimCache(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
 }
 
 // ShardCacheOptions scopes the manager's caches to one replica's share of a sharded Welcome operator:
