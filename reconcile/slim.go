@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
 // AnnotationApplied is found only on the cached copies of children that SlimCache keeps, never on the
@@ -262,15 +263,19 @@ func appliedDigests(obj client.Object, gvk schema.GroupVersionKind) (string, err
 }
 
 // typedOf returns obj as a typed value of its schema: client-go's for built-in kinds, else deduced.
+// A typed built-in object is read in place by reflection, and not validated: the API server sent it.
 func typedOf(obj client.Object, gvk schema.GroupVersionKind) (*typed.TypedValue, error) {
+	_, isUnstructured := obj.(*unstructured.Unstructured)
+	if ks := schemaFor(gvk); gvk.Kind != "" && ks != nil && !isUnstructured {
+		v, err := value.NewValueReflect(obj)
+		if err != nil {
+			return nil, err
+		}
+		return typed.AsTypedUnvalidated(v, ks.s, ks.root), nil
+	}
 	content, err := liveContent(obj)
 	if err != nil {
 		return nil, err
-	}
-	if gvk.Kind != "" && schemaFor(gvk) != nil {
-		u := &unstructured.Unstructured{Object: content}
-		u.SetGroupVersionKind(gvk)
-		return builtinTypes().ObjectToTyped(u, typed.AllowDuplicates)
 	}
 	return typed.DeducedParseableType.FromUnstructured(content)
 }

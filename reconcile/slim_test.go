@@ -224,3 +224,21 @@ func TestAppliedDigest(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSlimDeployment measures the transform of one Deployment as an informer delivers it.
+func BenchmarkSlimDeployment(b *testing.B) {
+	t := &testing.T{}
+	live, _ := appliedBy(t, "convergo", slimDeployment())
+	var opts cache.Options
+	SlimCache(&opts, &appsv1.Deployment{})
+	var transform toolscache.TransformFunc
+	for _, e := range opts.ByObject {
+		transform = e.Transform
+	}
+	for b.Loop() {
+		obj := live.DeepCopyObject()
+		if _, err := transform(obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

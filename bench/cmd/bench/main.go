@@ -18,6 +18,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -36,7 +39,8 @@ var implementations = map[string]bench.Implementation{
 	"convergo": {
 		Name: "convergo", Setup: controller.SetupWithManager, Cache: controller.CacheOptions,
 		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles), "+
-			"its main's cache options (no managedFields; of the child kinds only Convergo children)",
+			"its main's cache options (controller.CacheOptions: no managedFields; of the child kinds only Convergo children, "+
+			"cached slim: metadata, status, scalars and a digest of what it applied; repeated strings shared)",
 			controller.DefaultMaxConcurrentReconciles),
 	},
 	"expert": {
@@ -66,6 +70,15 @@ var implementations = map[string]bench.Implementation{
 	"convergo-8": {
 		Name: "convergo-8", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(8)), Cache: controller.CacheOptions,
 		Description: "examples/welcome with 8 workers (reconcile.WithMaxConcurrentReconciles(8))",
+	},
+	// Not measured by default: Convergo's operator with whole child caches (reconcile.LeanCache instead
+	// of SlimCache), to show what slim caches change (-impl convergo,expert,convergo-lean).
+	"convergo-lean": {
+		Name: "convergo-lean", Setup: controller.SetupWithManager,
+		Cache: func(opts *cache.Options) {
+			reconcile.LeanCache(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
+		},
+		Description: "examples/welcome with whole child caches: reconcile.LeanCache for its child kinds instead of controller.CacheOptions' SlimCache",
 	},
 	// Not measured by default: the baseline given as many workers as Convergo's operator, to show
 	// what the workers alone change (-impl convergo,expert,baseline-4).
