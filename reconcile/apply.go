@@ -237,8 +237,6 @@ type applyCall struct {
 	what   string
 	intent map[string]any
 	hash   string
-	// digest is the applied digest of a cached copy that did not match hash (see Applier.whole).
-	digest string
 }
 
 func (c *applyCall) ownerUID() types.UID {
@@ -285,7 +283,7 @@ func (a *Applier) current(ctx context.Context, c *applyCall) (client.Object, err
 		return a.readLive(ctx, c.id.key, c.obj)
 	case err == nil:
 		a.known.observe(c.id, live) // the record of our last write goes once the cache shows it
-		return a.whole(ctx, c, live)
+		return live, nil
 	case apierrors.IsNotFound(err) && a.known.unseenWrite(c.id):
 		logf.FromContext(ctx).V(1).Info("cache does not show a child we wrote; reading it from the API server", "object", c.what)
 		return a.readLive(ctx, c.id.key, c.obj)
@@ -295,34 +293,17 @@ func (a *Applier) current(ctx context.Context, c *applyCall) (client.Object, err
 	return nil, err
 }
 
-// whole returns what the drift check can judge of a cached child: live itself, unless it is a copy a
-// SlimCache keeps whose digest says neither that it holds the intent nor that the cache lags behind
-// our own write; such a child is read from the API server, and its digest kept in c.
-func (a *Applier) whole(ctx context.Context, c *applyCall, live client.Object) (client.Object, error) {
-	digest, slimmed := appliedDigest(live, a.cfg.fieldManager)
-	if !slimmed || a.digestHolds(c, live.GetUID(), digest) || a.known.lagging(c.id, live, c.hash) {
-		return live, nil
-	}
-	logf.FromContext(ctx).V(1).Info("a field the controller applied changed; reading the child from the API server", "object", c.what)
-	c.digest = digest
-	return a.readLive(ctx, c.id.key, c.obj)
-}
-
 // digestHolds reports whether a child of uid whose applied digest is digest holds c's intent.
 func (a *Applier) digestHolds(c *applyCall, uid types.UID, digest string) bool {
 	return digest == c.hash[:digestLen] || a.known.holdsDigest(uid, digest, c.hash)
 }
 
-// remember records the digest of the child live when it holds c's intent: read whole because its
-// digest differed (c.digest), or the answer to a write. A later cached copy with that digest is then
-// judged without a read.
-func (a *Applier) remember(c *applyCall, live client.Object) {
-	digest := c.digest
-	if digest == "" {
-		digest = digestOf(live, c.gvk, a.cfg.fieldManager)
-	}
-	if digest != "" && digest != c.hash[:digestLen] {
-		a.known.holds(live.GetUID(), digest, c.hash)
+// remember records the digest of result, the answer to a write of c's intent, when it differs from the
+// intent hash (a value the API server normalised): a later cached copy with that digest then holds the
+// intent without a write.
+func (a *Applier) remember(c *applyCall, result client.Object) {
+	if digest := digestOf(result, c.gvk, a.cfg.fieldManager); digest != "" && digest != c.hash[:digestLen] {
+		a.known.holds(result.GetUID(), digest, c.hash)
 	}
 }
 
@@ -378,9 +359,6 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 		return live, "", fmt.Errorf("apply %s: %w", c.what, err)
 	}
 	if same {
-		if c.digest != "" {
-			a.remember(c, live)
-		}
 		return live, OperationUnchanged, nil
 	}
 	if a.known.lagging(c.id, live, c.hash) {
@@ -392,7 +370,6 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 	switch {
 	case err == nil:
 		a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), live.GetResourceVersion(), result, c.hash, false)
-		c.digest = ""
 		a.remember(c, result)
 		return result, OperationUpdated, nil
 	case identityChanged(err) && !retry:
@@ -415,7 +392,10 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 // semantics (see isSubset), and the intent hash annotation; path is the first difference.
 func (a *Applier) holds(c *applyCall, live client.Object) (bool, string, error) {
 	if digest, slimmed := appliedDigest(live, a.cfg.fieldManager); slimmed {
-		// A copy a SlimCache keeps: its digest is all that is left of the fields we applied.
+		// A copy a SlimCache keeps: its digest is all that is left of the fields we applied. A digest
+		// that does not say the child holds the intent means a write, without a read first: the
+		// intent changed, or someone changed a field we applied (it is no longer ours), and the
+		// apply, guarded by the UID, makes the child hold the intent again in one request.
 		return a.digestHolds(c, live.GetUID(), digest), "metadata.annotations." + AnnotationApplied, nil
 	}
 	content, err := liveContent(live)

@@ -38,9 +38,11 @@ const digestLen = 32
 //     in the fields that manager owns, as the API server's managedFields record them.
 //
 // The Applier's drift check then compares that digest with its intent hash: equal, the child holds
-// the intent (no request); different (someone changed a field the controller applied, whose ownership
-// then moved to them, or the server normalised a value), the child is read once from the API server
-// and judged field by field, and a child that holds its intent is remembered, so it is not read again.
+// the intent (no request); different (the intent changed, or someone changed a field the controller
+// applied, whose ownership then moved to them), the child is applied, in one request and without a
+// read. When the answer to that write holds another value than the intent (an admission webhook
+// pinned an image to its digest), its digest is remembered as holding the intent, so the next
+// reconcile does not write again.
 // Fields others added (an injected sidecar, an autoscaler's replicas) change no digest and wake nothing.
 // The digest comes from the object itself, so a restarted controller finds its converged children
 // unchanged without a request.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -240,5 +241,51 @@ func BenchmarkSlimDeployment(b *testing.B) {
 		if _, err := transform(obj); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestApplierRemembersWhatTheServerChanged: the answer to a write may hold another value than the
+// intent in a field the Applier applied (an admission webhook pinned the image to a digest). Once the
+// Applier has seen that answer, a slim copy with its digest holds the intent: no write at every
+// reconcile. Without that answer, the same copy is drift.
+func TestApplierRemembersWhatTheServerChanged(t *testing.T) {
+	cases := map[string]struct {
+		pinned, remembered, want bool
+	}{
+		"as applied":                    {want: true},
+		"as applied, remembered":        {remembered: true, want: true},
+		"pinned by the server":          {pinned: true, want: false},
+		"pinned, the answer remembered": {pinned: true, remembered: true, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := NewApplier(fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build(), clientgoscheme.Scheme)
+			owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: "ns", UID: "owner-uid"}}
+			c, err := a.newCall(owner, slimDeployment())
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer, hash := appliedBy(t, a.FieldManager(), c.obj)
+			if hash != c.hash {
+				t.Fatalf("intent hash %s, the Applier's %s", hash, c.hash)
+			}
+			if tc.pinned {
+				answer.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Image = "web@sha256:0123"
+			}
+			if tc.remembered {
+				a.remember(c, answer)
+			}
+			cached := answer.DeepCopyObject().(client.Object)
+			if err := slim(cached, appsv1.SchemeGroupVersion.WithKind("Deployment")); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := a.holds(c, cached)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("holds = %t, want %t", got, tc.want)
+			}
+		})
 	}
 }
