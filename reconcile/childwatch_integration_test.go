@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -37,7 +38,25 @@ type quietTest struct {
 	barriers int
 }
 
-func newQuietTest(t *testing.T, opts ...reconcile.ReconcilerOption) *quietTest {
+// quietCache is the cache a quietTest's manager reads children from.
+type quietCache struct {
+	name string
+	// lag holds every watch event back (harness.DelayWatches).
+	lag time.Duration
+	// cache sets the manager's cache options.
+	cache func(*cache.Options)
+}
+
+// quietCaches: the manager's cache as it is, one that lags, one filtered to Convergo's children
+// (LeanCache) and a slim one (SlimCache): no wake-up that matters may be lost with any of them.
+var quietCaches = []quietCache{
+	{name: "current"},
+	{name: "lagging", lag: 300 * time.Millisecond},
+	{name: "filtered", cache: func(o *cache.Options) { reconcile.LeanCache(o, &appsv1.Deployment{}) }},
+	{name: "slim", cache: func(o *cache.Options) { reconcile.SlimCache(o, &appsv1.Deployment{}) }},
+}
+
+func newQuietTest(t *testing.T, qc quietCache, opts ...reconcile.ReconcilerOption) *quietTest {
 	t.Helper()
 	env := harness.Default()
 	qt := &quietTest{ns: env.Namespace(t), client: setupWidgets(t, env), recs: optest.NewReconciles()}
@@ -52,7 +71,12 @@ func newQuietTest(t *testing.T, opts ...reconcile.ReconcilerOption) *quietTest {
 	env.StartManager(t, func(mgr manager.Manager) error {
 		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: webChildren}, opts...)
 		return r.SetupWithManager(mgr)
-	}, harness.WithManagerOptions(func(o *manager.Options) { o.Scheme = widgetScheme }))
+	}, harness.WithManagerConfig(harness.DelayWatches(env.Config, qc.lag)), harness.WithManagerOptions(func(o *manager.Options) {
+		o.Scheme = widgetScheme
+		if qc.cache != nil {
+			qc.cache(&o.Cache)
+		}
+	}))
 	return qt
 }
 
@@ -177,31 +201,44 @@ func TestIntegrationChildStatusQuiet(t *testing.T) {
 		{name: "default", wake: false},
 		{name: "WithEveryChildChange", opts: []reconcile.ReconcilerOption{reconcile.WithEveryChildChange()}, wake: true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			qt := newQuietTest(t, tt.opts...)
-			a, b := qt.readyPair(t)
-
-			since := qt.recs.Mark()
-			qt.setStatus(t, a, 2, func(st *appsv1.DeploymentStatus) {
-				st.Conditions = []appsv1.DeploymentCondition{{
-					Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
-					Message: "Deployment has minimum availability.", LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-				}}
+	for _, qc := range quietCaches {
+		if qc.lag > 0 {
+			continue // the barrier relies on the order in which events of two watches arrive
+		}
+		for _, tt := range tests {
+			t.Run(qc.name+"/"+tt.name, func(t *testing.T) {
+				testChildStatusQuiet(t, newQuietTest(t, qc, tt.opts...), tt.wake)
 			})
-			qt.barrier(t, b)
-			recs := qt.recs.Since(client.ObjectKeyFromObject(a), since)
-			if got := len(recs) > 0; got != tt.wake {
-				t.Errorf("a status change with the same readiness verdict: reconciles of a %v, want any: %v", recs, tt.wake)
-			}
-		})
+		}
+	}
+}
+
+func testChildStatusQuiet(t *testing.T, qt *quietTest, wake bool) {
+	a, b := qt.readyPair(t)
+
+	since := qt.recs.Mark()
+	qt.setStatus(t, a, 2, func(st *appsv1.DeploymentStatus) {
+		st.Conditions = []appsv1.DeploymentCondition{{
+			Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
+			Message: "Deployment has minimum availability.", LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		}}
+	})
+	qt.barrier(t, b)
+	recs := qt.recs.Since(client.ObjectKeyFromObject(a), since)
+	if got := len(recs) > 0; got != wake {
+		t.Errorf("a status change with the same readiness verdict: reconciles of a %v, want any: %v", recs, wake)
 	}
 }
 
 // TestIntegrationChildStatusFlipsReadiness: a status change that changes the child's readiness wakes
 // its owner, whose Ready condition follows, both ways.
 func TestIntegrationChildStatusFlipsReadiness(t *testing.T) {
-	qt := newQuietTest(t)
+	for _, qc := range quietCaches {
+		t.Run(qc.name, func(t *testing.T) { testChildStatusFlipsReadiness(t, newQuietTest(t, qc)) })
+	}
+}
+
+func testChildStatusFlipsReadiness(t *testing.T, qt *quietTest) {
 	a, _ := qt.readyPair(t)
 
 	qt.setStatus(t, a, 1, nil)
@@ -215,7 +252,12 @@ func TestIntegrationChildStatusFlipsReadiness(t *testing.T) {
 // TestIntegrationChildDriftWakes: a foreign edit of a field the owner applied still wakes the owner,
 // which reverts it.
 func TestIntegrationChildDriftWakes(t *testing.T) {
-	qt := newQuietTest(t)
+	for _, qc := range quietCaches {
+		t.Run(qc.name, func(t *testing.T) { testChildDriftWakes(t, newQuietTest(t, qc)) })
+	}
+}
+
+func testChildDriftWakes(t *testing.T, qt *quietTest) {
 	a, _ := qt.readyPair(t)
 
 	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":5}}`))

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -24,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -103,58 +101,6 @@ func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return c.next.RoundTrip(req)
 }
-
-// lagTransport holds every watch event back for lag before the informer sees it: a cache that lags.
-type lagTransport struct {
-	next http.RoundTripper
-	lag  time.Duration
-}
-
-func (l lagTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := l.next.RoundTrip(req)
-	if err != nil || l.lag == 0 || req.URL.Query().Get("watch") != "true" {
-		return resp, err
-	}
-	type chunk struct {
-		data []byte
-		at   time.Time
-	}
-	chunks := make(chan chunk, 1024)
-	body := resp.Body
-	go func() {
-		defer close(chunks)
-		for {
-			buf := make([]byte, 32<<10)
-			n, err := body.Read(buf)
-			if n > 0 {
-				chunks <- chunk{buf[:n], time.Now().Add(l.lag)}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	pr, pw := io.Pipe()
-	go func() {
-		for c := range chunks {
-			time.Sleep(time.Until(c.at))
-			if _, err := pw.Write(c.data); err != nil {
-				_ = body.Close()
-				break
-			}
-		}
-		_ = pw.Close()
-	}()
-	resp.Body = readCloser{Reader: pr, close: func() error { _ = pr.Close(); return body.Close() }}
-	return resp, nil
-}
-
-type readCloser struct {
-	io.Reader
-	close func() error
-}
-
-func (r readCloser) Close() error { return r.close() }
 
 // monitor records which replica runs each object's reconcile, from its Children hook to its end, and
 // every overlap: two replicas in one object's reconcile at once.
@@ -239,9 +185,9 @@ func newRing(t *testing.T, env *harness.Env, c client.Client, ns, name string) *
 func (r *ring) start(name string) *replica {
 	t := r.t
 	rep := &replica{name: name, counter: harness.NewRequestCounter()}
-	cfg := rep.counter.Wrap(rest.CopyConfig(r.env.Config))
+	cfg := harness.DelayWatches(rep.counter.Wrap(r.env.Config), r.lag)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return lagTransport{next: cutTransport{next: rt, cut: &rep.cut, sent: &rep.sent}, lag: r.lag}
+		return cutTransport{next: rt, cut: &rep.cut, sent: &rep.sent}
 	})
 	shardCfg := sharding.Config{Ring: r.name, Member: name, Namespace: r.ns, ObjectNamespace: r.ns}
 	opts := manager.Options{

@@ -28,6 +28,11 @@
 //		t.Log(counter.Snapshot())
 //	}
 //
+// A cache that lags behind the API server, as a loaded informer does, comes from DelayWatches: every
+// watch event reaches the manager's cache that much later. Run each invariant test with it as well:
+//
+//	env.StartManager(t, setup, harness.WithManagerConfig(harness.DelayWatches(counter.Wrap(env.Config), 300*time.Millisecond)))
+//
 // With WithKubectl, assets.Ensure also provides kubectl of the same version, and in plain mode envtest's
 // helper runs it against the API server as an admin:
 //
