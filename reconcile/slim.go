@@ -84,9 +84,7 @@ func childGVK(child client.Object) schema.GroupVersionKind {
 func slimTransform(gvk schema.GroupVersionKind, next toolscache.TransformFunc) toolscache.TransformFunc {
 	return func(in any) (any, error) {
 		if obj, ok := in.(client.Object); ok {
-			if err := slim(obj, gvk); err != nil {
-				return nil, err
-			}
+			slim(obj, gvk)
 		}
 		if next == nil {
 			return in, nil
@@ -95,15 +93,18 @@ func slimTransform(gvk schema.GroupVersionKind, next toolscache.TransformFunc) t
 	}
 }
 
-// slim turns obj, in place, into the copy SlimCache keeps. An object slimmed already is left as it is.
-func slim(obj client.Object, gvk schema.GroupVersionKind) error {
+// slim turns obj, in place, into the copy SlimCache keeps. An object slimmed already is left as it is,
+// and so is one whose managedFields cannot be read (it stays whole).
+func slim(obj client.Object, gvk schema.GroupVersionKind) {
 	anns := obj.GetAnnotations()
 	if _, done := anns[AnnotationApplied]; done {
-		return nil
+		return
 	}
 	digests, err := appliedDigests(obj, gvk)
 	if err != nil {
-		return fmt.Errorf("slim %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+		// Kept whole: the Applier then judges it field by field. An error from a transform would make
+		// the informer drop the watch and list again, over and over.
+		return
 	}
 	if anns == nil {
 		anns = map[string]string{}
@@ -120,11 +121,11 @@ func slim(obj client.Object, gvk schema.GroupVersionKind) error {
 				u.Object[k] = dropLists(v)
 			}
 		}
-		return nil
+		return
 	}
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return nil
+		return
 	}
 	v = v.Elem()
 	for i := range v.NumField() {
@@ -135,7 +136,6 @@ func slim(obj client.Object, gvk schema.GroupVersionKind) error {
 		}
 		keepScalars(v.Field(i))
 	}
-	return nil
 }
 
 // keepScalars zeroes every list and map in v but lists of flat records, and every pointer to a

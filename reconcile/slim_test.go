@@ -276,9 +276,7 @@ func TestApplierRemembersWhatTheServerChanged(t *testing.T) {
 				a.remember(c, answer)
 			}
 			cached := answer.DeepCopyObject().(client.Object)
-			if err := slim(cached, appsv1.SchemeGroupVersion.WithKind("Deployment")); err != nil {
-				t.Fatal(err)
-			}
+			slim(cached, appsv1.SchemeGroupVersion.WithKind("Deployment"))
 			got, _, err := a.holds(c, cached)
 			if err != nil {
 				t.Fatal(err)
@@ -287,5 +285,25 @@ func TestApplierRemembersWhatTheServerChanged(t *testing.T) {
 				t.Errorf("holds = %t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSlimCacheKeepsWhatItCannotDigest: an object whose managedFields cannot be read stays whole, so
+// that the Applier judges it field by field (an error would make the informer list again and again).
+func TestSlimCacheKeepsWhatItCannotDigest(t *testing.T) {
+	live, _ := appliedBy(t, "convergo", slimDeployment())
+	live.GetManagedFields()[0].FieldsV1.Raw = []byte(`{"f:spec":`)
+	var opts cache.Options
+	SlimCache(&opts, &appsv1.Deployment{})
+	for _, e := range opts.ByObject {
+		out, err := e.Transform(live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := out.(*appsv1.Deployment)
+		_, slimmed := appliedDigest(d, "convergo")
+		if diff := cmp.Diff([3]any{false, 1, 0}, [3]any{slimmed, len(d.Spec.Template.Spec.Containers), len(d.ManagedFields)}); diff != "" {
+			t.Errorf("(slimmed, containers, managedFields) (-want +got):\n%s", diff)
+		}
 	}
 }
