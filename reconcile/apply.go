@@ -298,9 +298,10 @@ func (a *Applier) digestHolds(c *applyCall, uid types.UID, digest string) bool {
 	return digest == c.hash[:digestLen] || a.known.holdsDigest(uid, digest, c.hash)
 }
 
-// remember records the digest of result, the answer to a write of c's intent, when it differs from the
-// intent hash (a value the API server normalised): a later cached copy with that digest then holds the
-// intent without a write.
+// remember records the digest of result, the answer to a write of c's intent over a slim cached copy,
+// when it differs from the intent hash (a value the API server or a webhook changed): a later cached
+// copy with that digest then holds the intent without a write. (After a create it is not computed: the
+// first slim copy that does not hold the intent costs one write, which remembers.)
 func (a *Applier) remember(c *applyCall, result client.Object) {
 	if digest := digestOf(result, c.gvk, a.cfg.fieldManager); digest != "" && digest != c.hash[:digestLen] {
 		a.known.holds(result.GetUID(), digest, c.hash)
@@ -331,7 +332,6 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 		switch {
 		case err == nil:
 			a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), "", result, c.hash, false)
-			a.remember(c, result)
 			return result, OperationCreated, nil
 		case apierrors.IsConflict(err) && retry:
 			logf.FromContext(ctx).V(1).Info("child exists although the cache does not show it; reading it from the API server", "object", c.what)
@@ -370,7 +370,9 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 	switch {
 	case err == nil:
 		a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), live.GetResourceVersion(), result, c.hash, false)
-		a.remember(c, result)
+		if _, slimmed := appliedDigest(live, a.cfg.fieldManager); slimmed {
+			a.remember(c, result)
+		}
 		return result, OperationUpdated, nil
 	case identityChanged(err) && !retry:
 		return nil, "", fmt.Errorf("apply %s: the child was deleted or replaced while it was applied: %w", c.what, err)
