@@ -16,6 +16,15 @@
 //		Spec:       appsv1.DeploymentSpec{ /* only what you mean */ },
 //	})
 //
+// The manager's cache options decide what the cache holds of the children. LeanCache drops
+// managedFields and every object of the child kinds that is not a Convergo child, and shares the
+// strings objects repeat; SlimCache keeps, of each child, only its metadata, status and scalars, plus a
+// digest of what each field manager applied (from managedFields), which Apply compares with its intent
+// hash instead of the fields:
+//
+//	opts := ctrl.Options{Scheme: scheme}
+//	reconcile.SlimCache(&opts.Cache, &appsv1.Deployment{}, &corev1.ConfigMap{})
+//
 // A Graph declares named children with dependencies and readiness checks:
 //
 //	g := reconcile.NewGraph()
