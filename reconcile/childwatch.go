@@ -328,16 +328,18 @@ func contentChanged(old, new client.Object) bool {
 	}
 	vo, vn = vo.Elem(), vn.Elem()
 	for i := range vo.NumField() {
-		f := vo.Type().Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || f.Type == typeMeta || skippedFields[name] || name == "-" {
-			continue // not serialized, or not compared
-		}
-		if !equality.Semantic.DeepEqual(vo.Field(i).Interface(), vn.Field(i).Interface()) {
+		if isContentField(vo.Type().Field(i)) && !equality.Semantic.DeepEqual(vo.Field(i).Interface(), vn.Field(i).Interface()) {
 			return true
 		}
 	}
 	return false
+}
+
+// isContentField reports whether f, a field of a typed object's struct, is content: serialized, and
+// neither the type, the metadata nor the status (see skippedFields).
+func isContentField(f reflect.StructField) bool {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return f.IsExported() && f.Type != typeMeta && !skippedFields[name] && name != "-"
 }
 
 // isNilObject reports whether obj is nil or a nil pointer.

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -30,12 +31,13 @@ func intern(s string) string {
 func internObject(obj client.Object) {
 	obj.SetNamespace(intern(obj.GetNamespace()))
 	obj.SetName(intern(obj.GetName()))
-	obj.SetLabels(internMap(obj.GetLabels(), true))
-	obj.SetAnnotations(internMap(obj.GetAnnotations(), true))
+	obj.SetLabels(internMap(obj.GetLabels()))
+	obj.SetAnnotations(internMap(obj.GetAnnotations()))
 	if refs := obj.GetOwnerReferences(); len(refs) > 0 {
 		for i := range refs {
 			r := &refs[i]
-			r.APIVersion, r.Kind, r.Name, r.UID = intern(r.APIVersion), intern(r.Kind), intern(r.Name), internUID(r.UID)
+			// The owner's UID is repeated by every child of that owner.
+			r.APIVersion, r.Kind, r.Name, r.UID = intern(r.APIVersion), intern(r.Kind), intern(r.Name), types.UID(intern(string(r.UID)))
 		}
 		obj.SetOwnerReferences(refs)
 	}
@@ -58,23 +60,18 @@ func internObject(obj client.Object) {
 	}
 }
 
-// objectMeta is the type of the inline ObjectMeta of typed objects, interned field by field above.
-var objectMeta = reflect.TypeFor[metav1.ObjectMeta]()
+// objectMeta is the type of the inline ObjectMeta of typed objects, interned field by field above;
+// metaTime holds no string.
+var objectMeta, metaTime = reflect.TypeFor[metav1.ObjectMeta](), reflect.TypeFor[metav1.Time]()
 
-// internUID interns an owner's UID, which every child of that owner repeats.
-func internUID[T ~string](uid T) T { return T(intern(string(uid))) }
-
-// internMap returns a copy of m with its keys (and, with values, its values) interned.
-func internMap(m map[string]string, values bool) map[string]string {
+// internMap returns a copy of m with its keys and values interned.
+func internMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		if values {
-			v = intern(v)
-		}
-		out[intern(k)] = v
+		out[intern(k)] = intern(v)
 	}
 	return out
 }
@@ -88,7 +85,7 @@ func internValue(v reflect.Value) {
 			v.SetString(intern(v.String()))
 		}
 	case reflect.Struct:
-		if v.Type() == reflect.TypeFor[metav1.Time]() {
+		if v.Type() == metaTime {
 			return
 		}
 		for i := range v.NumField() {
@@ -106,7 +103,7 @@ func internValue(v reflect.Value) {
 		}
 	case reflect.Map:
 		if m, ok := v.Interface().(map[string]string); ok && v.CanSet() {
-			v.Set(reflect.ValueOf(internMap(m, true)))
+			v.Set(reflect.ValueOf(internMap(m)))
 		}
 	}
 }

@@ -43,8 +43,8 @@ type knowledge struct {
 	// largest size, so m is rebuilt once it holds a quarter of that (see compact).
 	peak int
 	// held records, by UID, children of a SlimCache whose digest differs from the intent hash although
-	// they hold the intent (a value the API server normalised): read once from the API server and judged,
-	// or the answer to our write. See holdsDigest.
+	// they hold the intent (the answer to our write holds a value the API server or a webhook changed).
+	// See holdsDigest.
 	held map[types.UID]heldDigest
 }
 
@@ -348,7 +348,7 @@ func (k *knowledge) holds(uid types.UID, digest, hash string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if len(k.held) >= maxKnown {
-		clear(k.held) // each costs one read to learn again
+		clear(k.held) // each costs one write to learn again
 	}
 	k.held[uid] = heldDigest{digest: digest, hash: hash}
 }

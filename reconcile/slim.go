@@ -129,12 +129,9 @@ func slim(obj client.Object, gvk schema.GroupVersionKind) {
 	}
 	v = v.Elem()
 	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || f.Type == typeMeta || skippedFields[name] {
-			continue
+		if isContentField(v.Type().Field(i)) {
+			keepScalars(v.Field(i))
 		}
-		keepScalars(v.Field(i))
 	}
 }
 
@@ -312,12 +309,17 @@ func appliedDigest(obj client.Object, manager string) (digest string, slimmed bo
 	if !slimmed {
 		return "", false
 	}
-	for entry := range strings.SplitSeq(v, ",") {
+	return managerDigest(v, manager), true
+}
+
+// managerDigest returns manager's digest in digests, an AnnotationApplied value; empty when it has none.
+func managerDigest(digests, manager string) string {
+	for entry := range strings.SplitSeq(digests, ",") {
 		if m, d, ok := strings.Cut(entry, "="); ok && m == manager {
-			return d, true
+			return d
 		}
 	}
-	return "", true
+	return ""
 }
 
 // digestOf returns the digest of what manager applied to obj, a whole object with its managedFields
@@ -327,6 +329,5 @@ func digestOf(obj client.Object, gvk schema.GroupVersionKind, manager string) st
 	if err != nil {
 		return ""
 	}
-	d, _ := appliedDigest(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationApplied: digests}}}, manager)
-	return d
+	return managerDigest(digests, manager)
 }
