@@ -15,15 +15,15 @@ import (
 // Event reasons of the Reconciler's events.k8s.io events, besides the condition reasons it also uses
 // for Warning events (an *InvalidSpecError's reason, ReasonInvalidGraph, ReasonReconcileError).
 //
-// Normal events are few: at most one per reconcile, and only when children were deleted or, with
-// WithChangeEvents, changed.
+// Normal events are few: at most one per reconcile, and only when children were recreated or pruned
+// or, with WithChangeEvents, created, updated or deleted with their owner.
 const (
 	// EventReasonChildrenApplied (Normal): this reconcile recreated or pruned children (or, with
 	// WithChangeEvents, created or updated some); the note lists every child it changed, e.g.
 	// "created ConfigMap demo/alice, Deployment demo/alice; pruned Service demo/old".
 	EventReasonChildrenApplied = "ChildrenApplied"
-	// EventReasonChildrenDeleted (Normal): this pass of a deletion deleted children; the note lists
-	// them, so that successive events show the teardown order.
+	// EventReasonChildrenDeleted (Normal, with WithChangeEvents): this pass of a deletion deleted
+	// children; the note lists them, so that successive events show the teardown order.
 	EventReasonChildrenDeleted = "ChildrenDeleted"
 	// EventReasonDeleteFailed (Warning): deleting the children of an object being deleted failed.
 	EventReasonDeleteFailed = "DeleteFailed"
@@ -99,19 +99,18 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 	}
 }
 
-// recordDeleted counts the children a deletion pass deleted and emits one Normal ChildrenDeleted
-// event listing them, if any.
+// recordDeleted counts the children a deletion pass deleted and, with WithChangeEvents, emits one
+// Normal ChildrenDeleted event listing them, if any.
 func (r *Reconciler[T]) recordDeleted(owner T, deleted []ChildResult) {
-	if len(deleted) == 0 {
-		return
-	}
 	entries := make([]noteEntry, 0, len(deleted))
 	for _, c := range deleted {
 		kind := r.kindOf(c.Object)
 		r.metrics.childOperation(kind, string(OperationDeleted))
 		entries = append(entries, noteEntry{verb: "deleted", what: kobj.DescribeKey(kind, keyOf(c.Object))})
 	}
-	r.normal(owner, deleted[0].Object, EventReasonChildrenDeleted, "Delete", compactNote(entries, maxEventNote))
+	if len(entries) > 0 && r.changeEvents {
+		r.normal(owner, deleted[0].Object, EventReasonChildrenDeleted, "Delete", compactNote(entries, maxEventNote))
+	}
 }
 
 // compactNote lists entries in order, one verb per run of equal verbs: "created ConfigMap ns/a,

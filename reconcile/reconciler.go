@@ -194,10 +194,14 @@ func WithEventRecorder(rec events.EventRecorder) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.recorder = rec }
 }
 
-// WithChangeEvents makes the Reconciler emit its Normal ChildrenApplied event for every reconcile
-// that created or updated children, not only for those that recreated or pruned some (the default).
-// Each event is one more API request, so a new object then costs one or two requests more; turn it
-// on where a change history in `kubectl describe` is worth that.
+// WithChangeEvents makes the Reconciler record routine changes as Normal events too: a
+// ChildrenApplied event for every reconcile that created or updated children (by default only for
+// those that recreated or pruned some), and a ChildrenDeleted event for every deletion pass that
+// deleted children, so that `kubectl get events` shows the teardown order. Each event is one more API
+// request: a new object then costs one or two requests more, and a deletion one more per pass
+// (a fifth more than its DELETEs and the finalizer removal); turn it on where a change history is
+// worth that. Conditions, logs and the metric convergo_child_operations_total record these changes
+// either way.
 func WithChangeEvents() ReconcilerOption {
 	return func(c *reconcilerConfig) { c.changeEvents = true }
 }
@@ -240,10 +244,9 @@ func WithPollInterval(d time.Duration) ReconcilerOption {
 //
 // Events (events.k8s.io, about T) are few, since each costs a request: at most one Normal event per
 // reconcile, EventReasonChildrenApplied, when children were recreated or pruned (with
-// WithChangeEvents also when they were only created or updated; conditions, logs and the metric
-// already tell those routine changes);
-// during deletion one Normal EventReasonChildrenDeleted per pass that deleted children (so the
-// events show the teardown order); Warning events when an invalid spec or a reconcile error first
+// WithChangeEvents also when they were only created or updated, and during deletion one Normal
+// EventReasonChildrenDeleted per pass that deleted children, so the events show the teardown order;
+// conditions, logs and the metric already tell those routine changes); Warning events when an invalid spec or a reconcile error first
 // shows in the conditions (with the condition's reason) and when a deletion step fails
 // (EventReasonDeleteFailed, EventReasonCleanupFailed). The metric convergo_child_operations_total
 // counts every child operation.
@@ -757,7 +760,8 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	r.metrics.result(resultFinalized)
 	r.forgetDeletion(key)
 	r.known.forgetChildren(obj.GetUID())
-	// No event: the object is gone right after this; the ChildrenDeleted events tell the story.
+	// No event: the object is gone right after this; the ChildrenDeleted events (WithChangeEvents)
+	// and the log tell the story.
 	log.Info("finalized: children deleted, cleanup done, finalizer removed")
 	return ctrl.Result{}, nil
 }

@@ -456,9 +456,9 @@ func (wt *widgetTest) annotateReadyWhenCreated(t *testing.T, name string) {
 }
 
 // TestIntegrationReconcilerDeletion: deletion deletes the children in reverse dependency order, then
-// runs the cleanup hook until it reports done, and only then removes the finalizer. Each pass that
-// deletes children emits one ChildrenDeleted event naming them, so the events show the order; there
-// is no other Normal event during deletion.
+// runs the cleanup hook until it reports done, and only then removes the finalizer. With
+// WithChangeEvents each pass that deletes children emits one ChildrenDeleted event naming them, so the
+// events show the order; there is no other Normal event during deletion.
 func TestIntegrationReconcilerDeletion(t *testing.T) {
 	var (
 		mu      sync.Mutex
@@ -476,7 +476,7 @@ func TestIntegrationReconcilerDeletion(t *testing.T) {
 		cleanup = append(cleanup, fmt.Sprintf("children present: %v", present))
 		return len(cleanup) >= 2, nil // not done the first time
 	}
-	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Cleanup: cleanupHook})
+	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Cleanup: cleanupHook}, reconcile.WithChangeEvents())
 	w := wt.create(t, "gone", testapi.WidgetSpec{Data: map[string]string{"k": "v", "extra": "on"}})
 	wt.annotateReadyWhenCreated(t, "gone-config")
 	wt.waitWidget(t, w, "Ready", isReady)

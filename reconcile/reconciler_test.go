@@ -298,8 +298,9 @@ func TestChildrenAppliedPolicy(t *testing.T) {
 	}
 }
 
+// TestRecordDeleted: every deleted child is counted in the metric; the ChildrenDeleted events, one per
+// pass that deleted children, come only with WithChangeEvents.
 func TestRecordDeleted(t *testing.T) {
-	r, rec := rtReconciler(t, WithName("record-deleted-test"))
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}
 	deleted := func(objs ...client.Object) []ChildResult {
 		var out []ChildResult
@@ -311,22 +312,38 @@ func TestRecordDeleted(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
-	r.recordDeleted(owner, deleted(svc))
-	r.recordDeleted(owner, nil) // a pass that only waits: no event
-	r.recordDeleted(owner, deleted(cm, secret))
-	want := []string{
-		"Normal ChildrenDeleted deleted Service ns/web",
-		"Normal ChildrenDeleted deleted ConfigMap ns/web, Secret ns/web",
+	cases := map[string]struct {
+		controller string // unique: the metric is process-wide
+		opts       []ReconcilerOption
+		want       []string
+	}{
+		"default: no event": {controller: "record-deleted-default"},
+		"WithChangeEvents: one per pass": {
+			controller: "record-deleted-change-events",
+			opts:       []ReconcilerOption{WithChangeEvents()},
+			want: []string{
+				"Normal ChildrenDeleted deleted Service ns/web",
+				"Normal ChildrenDeleted deleted ConfigMap ns/web, Secret ns/web",
+			},
+		},
 	}
-	if diff := cmp.Diff(want, drain(rec)); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
-	}
-	m := &dto.Metric{}
-	if err := childOperationsTotal.WithLabelValues("record-deleted-test", "ConfigMap", string(OperationDeleted)).Write(m); err != nil {
-		t.Fatal(err)
-	}
-	if got := m.GetCounter().GetValue(); got != 1 {
-		t.Errorf("convergo_child_operations_total{kind=ConfigMap,operation=Deleted} = %v, want 1", got)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, rec := rtReconciler(t, append([]ReconcilerOption{WithName(tc.controller)}, tc.opts...)...)
+			r.recordDeleted(owner, deleted(svc))
+			r.recordDeleted(owner, nil) // a pass that only waits: no event
+			r.recordDeleted(owner, deleted(cm, secret))
+			if diff := cmp.Diff(tc.want, drain(rec)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			m := &dto.Metric{}
+			if err := childOperationsTotal.WithLabelValues(tc.controller, "ConfigMap", string(OperationDeleted)).Write(m); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.GetCounter().GetValue(); got != 1 {
+				t.Errorf("convergo_child_operations_total{kind=ConfigMap,operation=Deleted} = %v, want 1", got)
+			}
+		})
 	}
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/convergo-dev/convergo/builders"
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
-	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/optest"
@@ -327,7 +326,7 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	harness.WaitForDeletion(t, env.Client, w, timeout)
-	event := optest.WaitForEvent(t, env.Client, w, corev1.EventTypeNormal, reconcile.EventReasonChildrenDeleted)
+	event := optest.WaitForEvent(t, env.Client, w, corev1.EventTypeWarning, controller.ReasonSecretNotFound)
 	if event.ReportingController != controller.Name {
 		t.Errorf("event reported by %q, want %q", event.ReportingController, controller.Name)
 	}
