@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -79,12 +80,20 @@ type config struct {
 	startedAt     func() time.Time
 	replicasAfter int32
 	heapProfiles  string
+	cpuProfiles   string
 }
 
 // WithHeapProfiles writes a heap profile of the process (pprof format) into dir once each
 // implementation has converged, when the memory is measured: dir/<implementation>-r<round>.heap.
 // Profiles sample more finely (runtime.MemProfileRate) from the first Run with it on.
 func WithHeapProfiles(dir string) Option { return func(c *config) { c.heapProfiles = dir } }
+
+// WithCPUProfiles writes a CPU profile of the process (pprof format) for every measured phase into
+// dir: dir/<implementation>-r<round>-<phase>.cpu, from the phase's start until the manager went
+// quiet. The process holds the manager under measurement and the driver, whose work is the same for
+// every implementation. Only one CPU profile can run at a time in a process: do not combine it with
+// another profiler.
+func WithCPUProfiles(dir string) Option { return func(c *config) { c.cpuProfiles = dir } }
 
 // WithN sets the number of Welcome objects per implementation (default DefaultN, at most MaxN).
 func WithN(n int) Option { return func(c *config) { c.n = n } }
@@ -248,6 +257,7 @@ type run struct {
 	cfg     *config
 	env     *harness.Env
 	impl    Implementation
+	round   int
 	ns      string
 	counter *harness.RequestCounter
 	latency *latencies
@@ -258,7 +268,7 @@ type run struct {
 
 func runImplementation(ctx context.Context, env *harness.Env, impl Implementation, round int, cfg *config) (*Result, error) {
 	r := &run{
-		cfg: cfg, env: env, impl: impl,
+		cfg: cfg, env: env, impl: impl, round: round,
 		ns:      fmt.Sprintf("bench-%s-%d", impl.Name, round),
 		counter: harness.NewRequestCounter(),
 		latency: newLatencies(),
@@ -520,6 +530,13 @@ func (r *run) measure(ctx context.Context, name string, act func() error, reache
 	if err != nil {
 		return Phase{}, err
 	}
+	if r.cfg.cpuProfiles != "" {
+		stop, err := startCPUProfile(filepath.Join(r.cfg.cpuProfiles, fmt.Sprintf("%s-r%d-%s.cpu", r.impl.Name, r.round, name)))
+		if err != nil {
+			return Phase{}, err
+		}
+		defer stop()
+	}
 	cpuBefore := r.serverCPU()
 	start := time.Now()
 	if err := act(); err != nil {
@@ -569,20 +586,50 @@ func (r *run) measure(ctx context.Context, name string, act func() error, reache
 	return p, nil
 }
 
-// serverCPU reads the CPU time of the serverComponents; a component it cannot read is left out
-// (a cluster without process access, a component restarted by a fault).
+// serverCPU reads the CPU time of the serverComponents and of this process (processComponent); a
+// component it cannot read is left out (a cluster without process access, a component restarted by a
+// fault).
 func (r *run) serverCPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	if d, err := processCPU(); err == nil {
+		out[processComponent] = d
+	}
 	c := r.env.Cluster()
 	if c == nil {
-		return nil
+		return out
 	}
-	out := map[string]time.Duration{}
 	for _, comp := range serverComponents {
 		if d, err := c.CPUTime(cluster.Component(comp)); err == nil {
 			out[comp] = d
 		}
 	}
 	return out
+}
+
+// processCPU returns the CPU time (user and system) this process has used.
+func processCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// startCPUProfile starts profiling the process into path and returns the function that stops and
+// writes it.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start cpu profile %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // cpuSince returns the CPU seconds used between two serverCPU readings, per component read both

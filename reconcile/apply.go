@@ -237,6 +237,23 @@ type applyCall struct {
 	what   string
 	intent map[string]any
 	hash   string
+	// stamped: intent carries AnnotationIntentHash (set when first needed, see stamp).
+	stamped bool
+}
+
+// stamp sets AnnotationIntentHash on the intent, once: only a write and the comparison with a whole
+// cached copy need it, a slim copy's digest does not.
+func (c *applyCall) stamp() error {
+	if c.stamped {
+		return nil
+	}
+	h, err := fieldSetHash(c.intent, c.gvk)
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", c.what, err)
+	}
+	setIntentHash(c.intent, h)
+	c.stamped = true
+	return nil
 }
 
 func (c *applyCall) ownerUID() types.UID {
@@ -267,7 +284,6 @@ func (a *Applier) newCall(owner, desired client.Object) (*applyCall, error) {
 	if c.hash, err = IntentHash(c.intent); err != nil {
 		return nil, fmt.Errorf("apply %s: %w", c.what, err)
 	}
-	setIntentHash(c.intent, c.hash)
 	return c, nil
 }
 
@@ -391,7 +407,8 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 }
 
 // holds reports whether live holds c's intent: every field it sets, compared by each list's merge
-// semantics (see isSubset), and the intent hash annotation; path is the first difference.
+// semantics (see isSubset), and the intent hash annotation (the intent's field set, so that a field
+// dropped from the intent counts); path is the first difference.
 func (a *Applier) holds(c *applyCall, live client.Object) (bool, string, error) {
 	if digest, slimmed := appliedDigest(live, a.cfg.fieldManager); slimmed {
 		// A copy a SlimCache keeps: its digest is all that is left of the fields we applied. A digest
@@ -399,6 +416,9 @@ func (a *Applier) holds(c *applyCall, live client.Object) (bool, string, error) 
 		// intent changed, or someone changed a field we applied (it is no longer ours), and the
 		// apply, guarded by the UID, makes the child hold the intent again in one request.
 		return a.digestHolds(c, live.GetUID(), digest), "metadata.annotations." + AnnotationApplied, nil
+	}
+	if err := c.stamp(); err != nil {
+		return false, "", err
 	}
 	content, err := liveContent(live)
 	if err != nil {
@@ -408,9 +428,6 @@ func (a *Applier) holds(c *applyCall, live client.Object) (bool, string, error) 
 	content["apiVersion"], content["kind"] = c.intent["apiVersion"], c.intent["kind"]
 	_, unstructuredIntent := c.obj.(runtime.Unstructured)
 	same, path := isSubsetWith(c.intent, content, unstructuredIntent, schemaFor(c.gvk))
-	if same && live.GetAnnotations()[AnnotationIntentHash] != c.hash {
-		return false, "metadata.annotations." + AnnotationIntentHash, nil
-	}
 	return same, path, nil
 }
 
@@ -502,6 +519,9 @@ func sameObject(live client.Object) applyGuard { return applyGuard{uid: live.Get
 // serverSideApply sends the intent with the Applier's field manager, forcing ownership of its fields,
 // under guard g.
 func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuard) (client.Object, error) {
+	if err := c.stamp(); err != nil {
+		return nil, err
+	}
 	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(c.intent)}
 	switch {
 	case g.create:

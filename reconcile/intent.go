@@ -15,13 +15,20 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// AnnotationIntentHash holds the sha256 of the applied intent (see Intent). A field removed from
-// the desired object changes the hash, so Apply sends the intent again and server-side apply
-// removes the field from the live object.
+// AnnotationIntentHash holds the sha256 of the applied intent's field set (see Intent): which fields
+// it sets, as server-side apply records them for its field manager (map keys and the keys of list
+// items, no values). A field removed from the desired object changes it, so Apply sends the intent
+// again and server-side apply removes the field from the live object; a new value leaves it as it
+// was, so a change of replicas or of an image changes no annotation on the child (a Deployment's
+// annotations are copied to its ReplicaSet, which costs the Deployment controller a write of its
+// own each time one changes). New values are found by comparing the values themselves.
 const AnnotationIntentHash = "convergo.dev/intent-hash"
 
 // keptMetadata are the metadata fields that belong to an intent. Everything else under metadata
@@ -97,6 +104,33 @@ func IntentHash(intent map[string]any) (string, error) {
 	data, err := json.Marshal(hashedIntent(intent))
 	if err != nil {
 		return "", fmt.Errorf("hash intent: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// fieldSetHash returns the value of AnnotationIntentHash for intent, an intent of kind gvk (see Intent):
+// the hex sha256 of the set of fields intent sets, read with the kind's schema (client-go's for
+// built-in kinds, deduced from the values for others), without the annotation itself and the shard
+// labels, as IntentHash.
+func fieldSetHash(intent map[string]any, gvk schema.GroupVersionKind) (string, error) {
+	var (
+		tv  *typed.TypedValue
+		err error
+	)
+	content := hashedIntent(intent)
+	if ks := schemaFor(gvk); ks != nil {
+		tv = typed.AsTypedUnvalidated(value.NewValueInterface(content), ks.s, ks.root)
+	} else if tv, err = typed.DeducedParseableType.FromUnstructured(content); err != nil {
+		return "", fmt.Errorf("field set of the intent: %w", err)
+	}
+	set, err := tv.ToFieldSet()
+	if err != nil {
+		return "", fmt.Errorf("field set of the intent: %w", err)
+	}
+	data, err := set.ToJSON()
+	if err != nil {
+		return "", fmt.Errorf("field set of the intent: %w", err)
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:]), nil

@@ -248,6 +248,95 @@ func TestIntentHash(t *testing.T) {
 	}
 }
 
+// TestFieldSetHash: the annotation's value follows which fields an intent sets, not their values, for
+// built-in kinds (client-go's schema: keyed list items by key) and for kinds without a schema (deduced).
+func TestFieldSetHash(t *testing.T) {
+	s := testScheme(t)
+	deployment := func(mutate func(d *appsv1.Deployment)) client.Object {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Labels: map[string]string{"app": "web"},
+				Annotations: map[string]string{AnnotationIntentHash: "ignored"}},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](1),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: "nginx:1", Args: []string{"-a", "-b"},
+					Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}},
+				}}}},
+			},
+		}
+		if mutate != nil {
+			mutate(d)
+		}
+		return d
+	}
+	widget := func(mutate func(m map[string]any)) client.Object {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "test.convergo.dev/v1alpha1", "kind": "Widget",
+			"metadata": map[string]any{"name": "w", "namespace": "ns"},
+			"spec":     map[string]any{"data": map[string]any{"k": "v"}, "size": int64(1)},
+		}}
+		if mutate != nil {
+			mutate(u.Object)
+		}
+		return u
+	}
+	hashOf := func(obj client.Object) string {
+		t.Helper()
+		intent, err := Intent(obj, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if gvk.Empty() {
+			gvk = appsv1.SchemeGroupVersion.WithKind("Deployment")
+		}
+		h, err := fieldSetHash(intent, gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	cases := map[string]struct {
+		base, obj client.Object
+		same      bool
+	}{
+		"new replicas": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](2) }), same: true},
+		"new image": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+		}), same: true},
+		"new value of an env var": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Env[1].Value = "3"
+		}), same: true},
+		"other arguments (an atomic list is one field)": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Args = []string{"-c"}
+		}), same: true},
+		"the annotation itself": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
+			d.Annotations[AnnotationIntentHash] = "other"
+		}), same: true},
+		"removed replicas": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Spec.Replicas = nil }), same: false},
+		"removed label":    {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Labels = nil }), same: false},
+		"removed env var": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Env = d.Spec.Template.Spec.Containers[0].Env[:1]
+		}), same: false},
+		"env var renamed": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Env[1].Name = "C"
+		}), same: false},
+		"no schema, new value": {base: widget(nil), obj: widget(func(m map[string]any) {
+			m["spec"].(map[string]any)["size"] = int64(2)
+		}), same: true},
+		"no schema, removed key": {base: widget(nil), obj: widget(func(m map[string]any) {
+			delete(m["spec"].(map[string]any)["data"].(map[string]any), "k")
+		}), same: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := hashOf(tc.obj) == hashOf(tc.base); got != tc.same {
+				t.Errorf("same field-set hash = %v, want %v", got, tc.same)
+			}
+		})
+	}
+}
+
 func TestIsSubset(t *testing.T) {
 	cases := map[string]struct {
 		intent, live string

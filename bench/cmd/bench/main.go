@@ -110,7 +110,9 @@ type flags struct {
 	crd      string
 	verbose  bool
 	cpuprof  string
+	cpuprofs string
 	heapprof string
+	name     string
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -130,8 +132,13 @@ func parseFlags(args []string) (flags, error) {
 	fs.BoolVar(&f.verbose, "v", false, "log the managers' info messages, not only their errors")
 	fs.StringVar(&f.heapprof, "heapprofiles", "", "write a heap profile of the bench process into this directory once each implementation has converged (<impl>-r<round>.heap)")
 	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the bench process (the managers under measurement and the driver) to this file")
+	fs.StringVar(&f.cpuprofs, "cpuprofiles", "", "write a CPU profile of the bench process per measured phase into this directory (<impl>-r<round>-<phase>.cpu); not with -cpuprofile")
+	fs.StringVar(&f.name, "name", "", "with -out: write <name>.md and <name>.json instead of <date>-n<N> (which a later run of the same day and size overwrites)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
+	}
+	if f.cpuprof != "" && f.cpuprofs != "" {
+		return f, errors.New("-cpuprofile and -cpuprofiles cannot be combined: a process runs one CPU profile at a time")
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -205,6 +212,7 @@ func run(args []string) int {
 		bench.WithLogger(progress),
 		bench.WithManagerLogger(managers),
 		bench.WithHeapProfiles(f.heapprof),
+		bench.WithCPUProfiles(f.cpuprofs),
 	)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
@@ -224,7 +232,7 @@ func run(args []string) int {
 		fmt.Print(md)
 	}
 	if f.out != "" {
-		if err := write(f.out, report, md, js); err != nil {
+		if err := write(f.out, f.name, report, md, js); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 			return 1
 		}
@@ -232,12 +240,16 @@ func run(args []string) int {
 	return 0
 }
 
-// write stores the markdown and JSON reports in dir as <date>-n<N>.md and .json.
-func write(dir string, report *bench.Report, md string, js []byte) error {
+// write stores the markdown and JSON reports in dir as <name>.md and .json, <date>-n<N> without a
+// name.
+func write(dir, name string, report *bench.Report, md string, js []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	base := filepath.Join(dir, bench.ResultName(report))
+	if name == "" {
+		name = bench.ResultName(report)
+	}
+	base := filepath.Join(dir, name)
 	if err := os.WriteFile(base+".md", []byte(md), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}

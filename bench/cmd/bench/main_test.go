@@ -48,8 +48,17 @@ func TestParseFlags(t *testing.T) {
 			args: []string{"-n", "2000", "-out", "bench/results", "-rounds", "1"},
 			want: flags{n: 2000, out: "bench/results", rounds: 1},
 		},
-		"stray argument": {args: []string{"extra"}, wantErr: true},
-		"bad number":     {args: []string{"-n", "many"}, wantErr: true},
+		"named result": {
+			args: []string{"-out", "bench/results", "-name", "2026-11-24-n200-events"},
+			want: flags{n: 50, out: "bench/results", rounds: 4, name: "2026-11-24-n200-events"},
+		},
+		"profiles per phase": {
+			args: []string{"-cpuprofiles", "/tmp/prof"},
+			want: flags{n: 50, rounds: 4, cpuprofs: "/tmp/prof"},
+		},
+		"two CPU profilers": {args: []string{"-cpuprofile", "a.cpu", "-cpuprofiles", "/tmp/prof"}, wantErr: true},
+		"stray argument":    {args: []string{"extra"}, wantErr: true},
+		"bad number":        {args: []string{"-n", "many"}, wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -60,7 +69,7 @@ func TestParseFlags(t *testing.T) {
 			if err != nil {
 				return
 			}
-			got := flags{n: f.n, out: f.out, rounds: f.rounds}
+			got := flags{n: f.n, out: f.out, rounds: f.rounds, name: f.name, cpuprofs: f.cpuprofs}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(flags{})); diff != "" {
 				t.Errorf("flags (-want +got):\n%s", diff)
 			}

@@ -20,6 +20,8 @@ import (
 	"github.com/convergo-dev/convergo/examples/internal/reliability"
 	memcachedv1 "github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	welcomev1 "github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	welcomecontroller "github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -257,14 +259,19 @@ func lifeCycle(t *testing.T, env *harness.Env, op *reliability.Operator, ns stri
 	t.Helper()
 	names := reliability.Names(op.Name, 2)
 	if op == reliability.Welcome {
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pw"}, StringData: map[string]string{"password": "x"}}
-		if err := env.Client.Create(t.Context(), secret); err != nil {
-			t.Fatal(err)
-		}
+		// The Secret comes after the Welcome has stalled without it: the Warning event about that is
+		// what the role's events:create is for (a Welcome's routine changes make no event).
 		w := op.New(ns, "with-password", 3).(*welcomev1.Welcome)
 		w.Spec.PasswordSecretRef = &welcomev1.SecretKeyRef{Name: "pw", Key: "password"}
 		w.Spec.ServiceType = corev1.ServiceTypeNodePort
 		if err := env.Client.Create(t.Context(), w); err != nil {
+			t.Fatal(err)
+		}
+		if f := stalledOrForbidden(t, env, client.ObjectKeyFromObject(w), m); f != nil {
+			return f
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pw"}, StringData: map[string]string{"password": "x"}}
+		if err := env.Client.Create(t.Context(), secret); err != nil {
 			t.Fatal(err)
 		}
 	} else {
@@ -284,6 +291,25 @@ func lifeCycle(t *testing.T, env *harness.Env, op *reliability.Operator, ns stri
 	exp.Deleted = names[1:]
 	reliability.DeleteAll(t, env.Client, op, ns, exp.Deleted)
 	return convergedOrForbidden(t, env, exp, m)
+}
+
+// stalledOrForbidden waits until the Welcome key shows a Stalled condition whose reason is
+// SecretNotFound, or m made a forbidden request, and returns that request.
+func stalledOrForbidden(t *testing.T, env *harness.Env, key client.ObjectKey, m *reliability.Manager) *harness.Request {
+	t.Helper()
+	var forbidden *harness.Request
+	harness.Eventually(t, convergeTimeout, func() (bool, string) {
+		if forbidden = firstForbidden(m); forbidden != nil {
+			return true, ""
+		}
+		w := &welcomev1.Welcome{}
+		if err := env.Client.Get(t.Context(), key, w); err != nil {
+			return false, err.Error()
+		}
+		c := status.Get(w, status.Stalled)
+		return c != nil && c.Reason == welcomecontroller.ReasonSecretNotFound, fmt.Sprintf("conditions %v", w.Status.Conditions)
+	})
+	return forbidden
 }
 
 // convergedOrForbidden waits until exp holds or m made a forbidden request, and returns that request.
