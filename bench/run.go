@@ -45,6 +45,10 @@ type Implementation struct {
 	// Cache, when set, adjusts the manager's cache options (after the bench limits them to the
 	// namespace), as the implementation's main does.
 	Cache func(*cache.Options)
+	// Install, when set, installs what the implementation ships besides its manager (an admission
+	// policy), for its namespace ns only, before its manager starts; the function it returns removes it
+	// once the implementation has been measured.
+	Install func(ctx context.Context, c client.Client, ns string) (remove func(context.Context) error, err error)
 }
 
 // Defaults of the options.
@@ -283,6 +287,19 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 	}
 	defer r.deleteNamespace()
 
+	if impl.Install != nil {
+		remove, err := impl.Install(ctx, env.Client, r.ns)
+		if remove != nil {
+			defer func() {
+				if err := remove(context.WithoutCancel(ctx)); err != nil {
+					r.log.Error(err, "remove what the implementation installed")
+				}
+			}()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("install %s: %w", impl.Name, err)
+		}
+	}
 	var err error
 	if r.mgr, err = r.startManager(ctx); err != nil {
 		return nil, err

@@ -17,6 +17,13 @@
 //   - adding a finalizer to an object being deleted is 422 Forbidden, so Ensure refuses it up front;
 //   - removing the last finalizer of an object being deleted answers with the object, which is then gone.
 //
+// AdmissionPolicy builds a MutatingAdmissionPolicy (Kubernetes 1.36 or later) under which the API
+// server adds the finalizer to every new object within the create request, so that Ensure finds it
+// there and sends nothing; AdmissionPolicyBinding puts it to work. Ship both with the operator:
+//
+//	policy, err := finalizer.AdmissionPolicy("cache.example.com/finalizer", schema.GroupResource{Group: "cache.example.com", Resource: "memcacheds"})
+//	binding := finalizer.AdmissionPolicyBinding(policy, nil) // every namespace
+//
 // Usage in a reconciler:
 //
 //	const name = "cache.example.com/finalizer"

@@ -6,10 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/yaml"
 
 	"github.com/convergo-dev/convergo/finalizer"
 )
@@ -84,4 +86,56 @@ func ExampleFinalize() {
 	//   patch [{"op":"test","path":"/metadata/finalizers/0","value":"cache.example.com/finalizer"},{"op":"remove","path":"/metadata/finalizers/0"}]
 	// done: true <nil> []
 	// done: true <nil> []
+}
+
+// The admission policy and its binding, as YAML to ship with the operator (its config/admission).
+func ExampleAdmissionPolicy() {
+	policy, err := finalizer.AdmissionPolicy("cache.example.com/finalizer",
+		schema.GroupResource{Group: "cache.example.com", Resource: "memcacheds"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	binding := finalizer.AdmissionPolicyBinding(policy, nil)
+	for _, obj := range []any{policy, binding} {
+		out, err := yaml.Marshal(obj)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("---\n%s", out)
+	}
+	// Output:
+	// ---
+	// apiVersion: admissionregistration.k8s.io/v1
+	// kind: MutatingAdmissionPolicy
+	// metadata:
+	//   name: finalizer.cache.example.com.finalizer
+	// spec:
+	//   failurePolicy: Ignore
+	//   matchConstraints:
+	//     resourceRules:
+	//     - apiGroups:
+	//       - cache.example.com
+	//       apiVersions:
+	//       - '*'
+	//       operations:
+	//       - CREATE
+	//       resources:
+	//       - memcacheds
+	//   mutations:
+	//   - jsonPatch:
+	//       expression: '!has(object.metadata.finalizers) ? [JSONPatch{op: "add", path:
+	//         "/metadata/finalizers", value: ["cache.example.com/finalizer"]}] : "cache.example.com/finalizer"
+	//         in object.metadata.finalizers ? [] : [JSONPatch{op: "add", path: "/metadata/finalizers/-",
+	//         value: "cache.example.com/finalizer"}]'
+	//     patchType: JSONPatch
+	//   reinvocationPolicy: Never
+	// ---
+	// apiVersion: admissionregistration.k8s.io/v1
+	// kind: MutatingAdmissionPolicyBinding
+	// metadata:
+	//   name: finalizer.cache.example.com.finalizer
+	// spec:
+	//   policyName: finalizer.cache.example.com.finalizer
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -276,4 +277,83 @@ func TestIntegrationFinalizeRemovesOnlyAfterCleanup(t *testing.T) {
 	if removed, err := finalizer.Remove(ctx, env.Client, obj, other); err != nil || removed {
 		t.Errorf("Remove on a gone object = %v, %v; want false, nil", removed, err)
 	}
+}
+
+// TestIntegrationAdmissionPolicyAddsTheFinalizer: with the policy bound, the API server adds the
+// finalizer within the create request, once, next to anyone else's; Ensure then sends nothing. Only
+// creations are mutated.
+func TestIntegrationAdmissionPolicyAddsTheFinalizer(t *testing.T) {
+	env := harness.Default()
+	ns := env.Namespace(t)
+	const ours = "policy.example.com/f"
+	policy, err := finalizer.AdmissionPolicy(ours, schema.GroupResource{Resource: "configmaps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	probe := &corev1.ConfigMap{}
+	remove, err := harness.BindAdmissionPolicy(ctx, env.Client, policy, ns, probe, func(o client.Object) bool {
+		return slices.Contains(o.GetFinalizers(), ours)
+	})
+	if remove != nil {
+		t.Cleanup(func() {
+			if err := remove(context.WithoutCancel(t.Context())); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cases := map[string]struct {
+		finalizers []string
+		want       []string
+	}{
+		"none":               {want: []string{ours}},
+		"another's":          {finalizers: []string{"other.example.com/keep"}, want: []string{"other.example.com/keep", ours}},
+		"ours already there": {finalizers: []string{ours}, want: []string{ours}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "cm-", Namespace: ns, Finalizers: tc.finalizers}}
+			if err := env.Client.Create(t.Context(), cm); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx := context.WithoutCancel(t.Context()) // cancelled once cleanups run
+				fresh := &corev1.ConfigMap{}
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), fresh); err == nil {
+					for _, f := range fresh.Finalizers {
+						_, _ = finalizer.Remove(ctx, env.Client, fresh, f)
+					}
+				}
+			})
+			if diff := cmp.Diff(tc.want, serverFinalizers(t, cm)); diff != "" {
+				t.Errorf("finalizers after create (-want +got):\n%s", diff)
+			}
+			c, counter := counted(t)
+			if added, err := finalizer.Ensure(t.Context(), c, cm, ours); err != nil || added {
+				t.Errorf("Ensure = %v, %v; want false, nil", added, err)
+			}
+			if reqs := counter.Snapshot(); len(reqs) != 0 {
+				t.Errorf("Ensure sent requests:\n%s", reqs)
+			}
+		})
+	}
+
+	t.Run("updates are not mutated", func(t *testing.T) {
+		cm := newConfigMap(t)
+		if _, err := finalizer.Remove(t.Context(), env.Client, cm, ours); err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{"k": "v"}
+		if err := env.Client.Update(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		if got := serverFinalizers(t, cm); len(got) != 0 {
+			t.Errorf("finalizers after an update = %v, want none", got)
+		}
+	})
 }

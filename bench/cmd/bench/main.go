@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/convergo-dev/convergo/reconcile"
 	"maps"
 	"os"
 	"os/signal"
@@ -21,13 +20,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/convergo-dev/convergo/bench"
 	"github.com/convergo-dev/convergo/bench/baseline"
 	"github.com/convergo-dev/convergo/bench/expert"
+	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/testing/harness"
 )
 
 // defaultImplementations is the default of -impl: Convergo first, the expert (the reference of the
@@ -37,10 +40,11 @@ const defaultImplementations = "convergo,expert,baseline"
 // implementations are the operators the bench knows, by name.
 var implementations = map[string]bench.Implementation{
 	"convergo": {
-		Name: "convergo", Setup: controller.SetupWithManager, Cache: controller.CacheOptions,
+		Name: "convergo", Setup: controller.SetupWithManager, Cache: controller.CacheOptions, Install: installFinalizerPolicy,
 		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles), "+
 			"its main's cache options (controller.CacheOptions: no managedFields; of the child kinds only Convergo children, "+
-			"cached slim: metadata, status, scalars and a digest of what it applied; repeated strings shared)",
+			"cached slim: metadata, status, scalars and a digest of what it applied; repeated strings shared), "+
+			"its config/admission policy (the API server adds the finalizer to new Welcomes; bound to the bench namespace)",
 			controller.DefaultMaxConcurrentReconciles),
 	},
 	"expert": {
@@ -287,4 +291,19 @@ func startCPUProfile(path string) (func(), error) {
 			fmt.Fprintf(os.Stderr, "bench: -cpuprofile: close %s: %v\n", path, err)
 		}
 	}, nil
+}
+
+// installFinalizerPolicy installs the Welcome's admission policy (controller.FinalizerPolicy, what
+// config/admission holds) bound to namespace ns, and waits until the API server applies it.
+func installFinalizerPolicy(ctx context.Context, c client.Client, ns string) (func(context.Context) error, error) {
+	policy, err := controller.FinalizerPolicy()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	probe := &v1alpha1.Welcome{Spec: v1alpha1.WelcomeSpec{Name: "Probe"}}
+	return harness.BindAdmissionPolicy(ctx, c, policy, ns, probe, func(o client.Object) bool {
+		return slices.Contains(o.GetFinalizers(), controller.Finalizer)
+	})
 }

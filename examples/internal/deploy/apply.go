@@ -52,9 +52,11 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 }
 
 // retryable returns nil for the errors of a kind that is not served yet (a RESTMapper or API server
-// that has not caught up with a new CRD), err otherwise, a missing namespace among them.
+// that has not caught up with a new CRD; an admission policy bound to the kind answers 503 until the
+// API server has loaded the CRD's schema for admission, which it looks for every 5 seconds), err
+// otherwise, a missing namespace among them.
 func retryable(err error) error {
-	if meta.IsNoMatchError(err) {
+	if meta.IsNoMatchError(err) || apierrors.IsServiceUnavailable(err) {
 		return nil
 	}
 	var status apierrors.APIStatus

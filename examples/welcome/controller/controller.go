@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/sharding"
 )
@@ -48,6 +50,14 @@ const (
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// FinalizerPolicy returns the admission policy of config/admission: under it the API server adds
+// Finalizer to every new Welcome within the create request, so the controller sends no request to add
+// it (finalizer.AdmissionPolicy). Without the policy installed, the controller adds the finalizer
+// itself, with one patch per Welcome.
+func FinalizerPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, error) {
+	return finalizer.AdmissionPolicy(Finalizer, v1alpha1.GroupVersion.WithResource("welcomes").GroupResource())
+}
 
 // CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
 // without managedFields, and of the child kinds (corev1.ConfigMap, appsv1.Deployment, corev1.Service) only the

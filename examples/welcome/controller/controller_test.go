@@ -1,14 +1,18 @@
 package controller_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -19,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/yaml"
 
 	"github.com/convergo-dev/convergo/builders"
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
@@ -434,48 +439,105 @@ func (l *lockedBuffer) String() string {
 // TestManyAtOnceMinimalWrites creates a dozen Welcomes at once, so that the controller's workers
 // (DefaultMaxConcurrentReconciles) reconcile several at a time while the children's events keep
 // arriving, and checks that converging them all costs exactly the job's writes: per Welcome one apply
-// per child, one finalizer patch and two status patches (Reconciling, then Ready), with no conflict
+// per child, one finalizer patch (none with the shipped admission policy, which adds the finalizer as the Welcome is created) and two status patches (Reconciling, then Ready), with no conflict
 // and no re-read of a Welcome.
 func TestManyAtOnceMinimalWrites(t *testing.T) {
 	const n = 12
-	env := harness.Default()
-	ns := env.Namespace(t)
-	counter := harness.NewRequestCounter()
-	env.StartManager(t, controller.SetupWithManager, shippedCache(), harness.WithManagerConfig(counter.Wrap(env.Config)))
-	var wg sync.WaitGroup
-	keys := make([]client.ObjectKey, n)
-	for i := range n {
-		keys[i] = client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("w%02d", i)}
-		wg.Go(func() {
-			newWelcome(t, env, ns, keys[i].Name, v1alpha1.WelcomeSpec{Name: fmt.Sprintf("User %d", i)})
+	cases := map[string]struct {
+		policy           bool
+		finalizerPatches int
+	}{
+		"without the admission policy":      {finalizerPatches: n},
+		"with the shipped admission policy": {policy: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			env := harness.Default()
+			ns := env.Namespace(t)
+			if tc.policy {
+				bindFinalizerPolicy(t, env, ns)
+			}
+			counter := harness.NewRequestCounter()
+			env.StartManager(t, controller.SetupWithManager, shippedCache(), harness.WithManagerConfig(counter.Wrap(env.Config)))
+			var wg sync.WaitGroup
+			keys := make([]client.ObjectKey, n)
+			for i := range n {
+				keys[i] = client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("w%02d", i)}
+				wg.Go(func() {
+					newWelcome(t, env, ns, keys[i].Name, v1alpha1.WelcomeSpec{Name: fmt.Sprintf("User %d", i)})
+				})
+			}
+			wg.Wait()
+			for _, key := range keys {
+				harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
+				optest.MarkDeploymentAvailable(t, env.Client, key)
+			}
+			for _, key := range keys {
+				harness.WaitForObject(t, env.Client, key, &v1alpha1.Welcome{}, timeout, func(w *v1alpha1.Welcome) bool {
+					return conditionsAre(ready)(w) && slices.Contains(w.Finalizers, controller.Finalizer)
+				})
+			}
+			reqs := counter.Snapshot().InNamespace(ns)
+			got := map[string]int{}
+			for _, verb := range []string{"get", "patch", "update", "create"} {
+				for _, res := range []string{"welcomes", "welcomes/status", "configmaps", "deployments", "services"} {
+					if c := reqs.Count(verb, res); c > 0 {
+						got[verb+" "+res] = c
+					}
+				}
+			}
+			delete(got, "get configmaps") // a child's cache miss right after its creation is checked through the API reader
+			delete(got, "get deployments")
+			delete(got, "get services")
+			want := map[string]int{
+				"patch welcomes/status": 2 * n,
+				"patch configmaps":      n, "patch deployments": n, "patch services": n,
+			}
+			if tc.finalizerPatches > 0 {
+				want["patch welcomes"] = tc.finalizerPatches
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("requests to converge %d Welcomes (-want +got):\n%s\nall requests:\n%s", n, diff, reqs)
+			}
 		})
 	}
-	wg.Wait()
-	for _, key := range keys {
-		harness.WaitForObject(t, env.Client, key, &appsv1.Deployment{}, timeout, nil)
-		optest.MarkDeploymentAvailable(t, env.Client, key)
+}
+
+// bindFinalizerPolicy installs the admission policy of config/admission, bound to namespace ns only
+// (the tests share one API server), and waits until the API server applies it. The shipped YAML must
+// hold what controller.FinalizerPolicy builds.
+func bindFinalizerPolicy(t *testing.T, env *harness.Env, ns string) {
+	t.Helper()
+	data, err := os.ReadFile("../config/admission/finalizer_policy.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, key := range keys {
-		harness.WaitForObject(t, env.Client, key, &v1alpha1.Welcome{}, timeout, conditionsAre(ready))
+	shipped := &admissionregistrationv1.MutatingAdmissionPolicy{}
+	if err := yaml.UnmarshalStrict([]byte(strings.SplitN(string(data), "\n---\n", 2)[0]), shipped); err != nil {
+		t.Fatalf("config/admission/finalizer_policy.yaml: %v", err)
 	}
-	reqs := counter.Snapshot().InNamespace(ns)
-	got := map[string]int{}
-	for _, verb := range []string{"get", "patch", "update", "create"} {
-		for _, res := range []string{"welcomes", "welcomes/status", "configmaps", "deployments", "services"} {
-			if c := reqs.Count(verb, res); c > 0 {
-				got[verb+" "+res] = c
+	want, err := controller.FinalizerPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, shipped); diff != "" {
+		t.Errorf("config/admission/finalizer_policy.yaml differs from controller.FinalizerPolicy() (-want +shipped):\n%s", diff)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	probe := &v1alpha1.Welcome{Spec: v1alpha1.WelcomeSpec{Name: "Probe"}}
+	remove, err := harness.BindAdmissionPolicy(ctx, env.Client, shipped, ns, probe, func(o client.Object) bool {
+		return slices.Contains(o.GetFinalizers(), controller.Finalizer)
+	})
+	if remove != nil {
+		t.Cleanup(func() {
+			if err := remove(context.WithoutCancel(t.Context())); err != nil {
+				t.Error(err)
 			}
-		}
+		})
 	}
-	delete(got, "get configmaps") // a child's cache miss right after its creation is checked through the API reader
-	delete(got, "get deployments")
-	delete(got, "get services")
-	want := map[string]int{
-		"patch welcomes": n, "patch welcomes/status": 2 * n,
-		"patch configmaps": n, "patch deployments": n, "patch services": n,
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("requests to converge %d Welcomes (-want +got):\n%s\nall requests:\n%s", n, diff, reqs)
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
