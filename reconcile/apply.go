@@ -247,7 +247,7 @@ func (c *applyCall) stamp() error {
 	if c.stamped {
 		return nil
 	}
-	h, err := fieldSetHash(c.intent, c.gvk)
+	h, err := shapeHash(c.intent)
 	if err != nil {
 		return fmt.Errorf("apply %s: %w", c.what, err)
 	}
@@ -407,7 +407,7 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 }
 
 // holds reports whether live holds c's intent: every field it sets, compared by each list's merge
-// semantics (see isSubset), and the intent hash annotation (the intent's field set, so that a field
+// semantics (see isSubset), and the intent hash annotation (the intent's shape, so that a field
 // dropped from the intent counts); path is the first difference.
 func (a *Applier) holds(c *applyCall, live client.Object) (bool, string, error) {
 	if digest, slimmed := appliedDigest(live, a.cfg.fieldManager); slimmed {

@@ -277,65 +277,76 @@ func TestIntegrationApplyRemovesDroppedFields(t *testing.T) {
 }
 
 // TestIntegrationApplyIntentHashFollowsFields: the intent-hash annotation changes when a field leaves
-// the intent, not when a value changes (a Deployment's annotations are copied to its ReplicaSet, so a
-// changed annotation costs the Deployment controller a write). Each step uses a new Applier, as after
-// a restart, so only the live object (a whole cached copy) tells what was applied.
+// the intent, also inside an item of an atomic list, not when a scalar outside lists changes (a
+// Deployment's annotations are copied to its ReplicaSet, so a changed annotation costs the Deployment
+// controller a write). Each step uses a new Applier, as after a restart, so only the live object (a
+// whole cached copy) tells what was applied.
 func TestIntegrationApplyIntentHashFollowsFields(t *testing.T) {
 	f := newFixture(t)
-	withEnv := func(replicas int32, env ...string) *appsv1.Deployment {
+	desired := func(replicas int32, effect corev1.TaintEffect, env ...string) *appsv1.Deployment {
 		return deployment("web", func(d *appsv1.Deployment) {
 			d.Spec.Replicas = ptr.To(replicas)
+			d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: effect}}
 			for _, name := range env {
 				d.Spec.Template.Spec.Containers[0].Env = append(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: name, Value: "x"})
 			}
 		})
 	}
-	hashOf := func(t *testing.T) (string, *appsv1.Deployment) {
+	live := func(t *testing.T) *appsv1.Deployment {
 		t.Helper()
-		live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-		f.getLive(t, live)
-		return live.Annotations[reconcile.AnnotationIntentHash], live
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+		f.getLive(t, d)
+		return d
 	}
-	f.mustApply(t, f.applier(), withEnv(1, "DROP"), reconcile.OperationCreated)
-	created, _ := hashOf(t)
+	f.mustApply(t, f.applier(), desired(1, corev1.TaintEffectNoSchedule, "DROP"), reconcile.OperationCreated)
 	steps := []struct {
 		name       string
 		desired    *appsv1.Deployment
 		want       reconcile.Operation
-		sameHash   bool
-		check      func(*appsv1.Deployment) string
+		sameHash   bool // as the step before
 		wantWrites int
+		check      func(*appsv1.Deployment) string
 	}{
-		{name: "new replicas", desired: withEnv(2, "DROP"), want: reconcile.OperationUpdated, sameHash: true, wantWrites: 1,
+		{name: "new replicas", desired: desired(2, corev1.TaintEffectNoSchedule, "DROP"), want: reconcile.OperationUpdated, sameHash: true, wantWrites: 1,
 			check: func(d *appsv1.Deployment) string {
 				if r := ptr.Deref(d.Spec.Replicas, 0); r != 2 {
 					return fmt.Sprintf("replicas = %d, want 2", r)
 				}
 				return ""
 			}},
-		{name: "env var dropped", desired: withEnv(2), want: reconcile.OperationUpdated, sameHash: false, wantWrites: 1,
+		{name: "env var dropped", desired: desired(2, corev1.TaintEffectNoSchedule), want: reconcile.OperationUpdated, wantWrites: 1,
 			check: func(d *appsv1.Deployment) string {
 				if env := d.Spec.Template.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != "KEEP" {
 					return fmt.Sprintf("env = %v, want only KEEP", env)
 				}
 				return ""
 			}},
-		{name: "converged", desired: withEnv(2), want: reconcile.OperationUnchanged, sameHash: false, wantWrites: 0,
+		{name: "toleration's effect dropped (an item of an atomic list)", desired: desired(2, ""), want: reconcile.OperationUpdated, wantWrites: 1,
+			check: func(d *appsv1.Deployment) string {
+				if tol := d.Spec.Template.Spec.Tolerations; len(tol) != 1 || tol[0].Effect != "" {
+					return fmt.Sprintf("tolerations = %v, want one without effect", tol)
+				}
+				return ""
+			}},
+		{name: "converged", desired: desired(2, ""), want: reconcile.OperationUnchanged, sameHash: true,
 			check: func(*appsv1.Deployment) string { return "" }},
 	}
+	before := live(t).Annotations[reconcile.AnnotationIntentHash]
 	for _, st := range steps {
 		f.counter.Reset()
 		f.mustApply(t, f.applier(), st.desired, st.want)
 		if n := f.counter.Snapshot().Writes(); n != st.wantWrites {
 			t.Errorf("%s: %d writes, want %d:\n%s", st.name, n, st.wantWrites, f.counter.Snapshot())
 		}
-		hash, live := hashOf(t)
-		if (hash == created) != st.sameHash {
-			t.Errorf("%s: intent hash %q, created with %q; want the same: %v", st.name, hash, created, st.sameHash)
+		d := live(t)
+		hash := d.Annotations[reconcile.AnnotationIntentHash]
+		if (hash == before) != st.sameHash {
+			t.Errorf("%s: intent hash %q, %q before; want the same: %v", st.name, hash, before, st.sameHash)
 		}
-		if msg := st.check(live); msg != "" {
+		if msg := st.check(d); msg != "" {
 			t.Errorf("%s: %s", st.name, msg)
 		}
+		before = hash
 	}
 }
 

@@ -15,20 +15,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
-	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// AnnotationIntentHash holds the sha256 of the applied intent's field set (see Intent): which fields
-// it sets, as server-side apply records them for its field manager (map keys and the keys of list
-// items, no values). A field removed from the desired object changes it, so Apply sends the intent
-// again and server-side apply removes the field from the live object; a new value leaves it as it
-// was, so a change of replicas or of an image changes no annotation on the child (a Deployment's
-// annotations are copied to its ReplicaSet, which costs the Deployment controller a write of its
-// own each time one changes). New values are found by comparing the values themselves.
+// AnnotationIntentHash holds the sha256 of the applied intent's shape (see Intent): every key it sets
+// and every list with its items, but not the values of the scalars outside lists. A field removed
+// from the desired object changes it, so Apply sends the intent again and server-side apply removes
+// the field from the live object; a new replicas count or strategy leaves it as it was, so such a
+// change writes no new annotation on the child (a Deployment's annotations are copied to its
+// ReplicaSet, which costs the Deployment controller a write of its own each time one changes). New
+// values are found by comparing the values themselves.
 const AnnotationIntentHash = "convergo.dev/intent-hash"
 
 // keptMetadata are the metadata fields that belong to an intent. Everything else under metadata
@@ -109,31 +106,29 @@ func IntentHash(intent map[string]any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// fieldSetHash returns the value of AnnotationIntentHash for intent, an intent of kind gvk (see Intent):
-// the hex sha256 of the set of fields intent sets, read with the kind's schema (client-go's for
-// built-in kinds, deduced from the values for others), without the annotation itself and the shard
-// labels, as IntentHash.
-func fieldSetHash(intent map[string]any, gvk schema.GroupVersionKind) (string, error) {
-	var (
-		tv  *typed.TypedValue
-		err error
-	)
-	content := hashedIntent(intent)
-	if ks := schemaFor(gvk); ks != nil {
-		tv = typed.AsTypedUnvalidated(value.NewValueInterface(content), ks.s, ks.root)
-	} else if tv, err = typed.DeducedParseableType.FromUnstructured(content); err != nil {
-		return "", fmt.Errorf("field set of the intent: %w", err)
+// shapeHash returns the value of AnnotationIntentHash for intent (see Intent): the hex sha256 of its
+// shape, intent with every scalar that is not inside a list replaced by the same placeholder, without
+// the annotation itself and the shard labels (as IntentHash). Map keys and lists, items and all, stay:
+// the drift check (isSubset) cannot see an item or a field someone else's list entry holds that the
+// intent dropped, nor a key it dropped, so those must change the hash; a new value of a scalar outside
+// a list is seen by the drift check itself.
+func shapeHash(intent map[string]any) (string, error) {
+	return IntentHash(shapeOf(hashedIntent(intent)).(map[string]any))
+}
+
+// shapeOf returns v with every scalar outside lists replaced by true.
+func shapeOf(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = shapeOf(e)
+		}
+		return out
+	case []any:
+		return v
 	}
-	set, err := tv.ToFieldSet()
-	if err != nil {
-		return "", fmt.Errorf("field set of the intent: %w", err)
-	}
-	data, err := set.ToJSON()
-	if err != nil {
-		return "", fmt.Errorf("field set of the intent: %w", err)
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]), nil
+	return true
 }
 
 // hashedIntent returns intent without the intent-hash annotation and the shard labels. Only the maps

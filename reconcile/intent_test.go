@@ -248,9 +248,9 @@ func TestIntentHash(t *testing.T) {
 	}
 }
 
-// TestFieldSetHash: the annotation's value follows which fields an intent sets, not their values, for
-// built-in kinds (client-go's schema: keyed list items by key) and for kinds without a schema (deduced).
-func TestFieldSetHash(t *testing.T) {
+// TestShapeHash: the annotation's value follows which keys an intent sets and its lists, items and all,
+// not the values of its other scalars, for built-in kinds and for kinds without a schema alike.
+func TestShapeHash(t *testing.T) {
 	s := testScheme(t)
 	deployment := func(mutate func(d *appsv1.Deployment)) client.Object {
 		d := &appsv1.Deployment{
@@ -258,10 +258,13 @@ func TestFieldSetHash(t *testing.T) {
 				Annotations: map[string]string{AnnotationIntentHash: "ignored"}},
 			Spec: appsv1.DeploymentSpec{
 				Replicas: ptr.To[int32](1),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: "nginx:1", Args: []string{"-a", "-b"},
-					Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}},
-				}}}},
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name: "web", Image: "nginx:1", Args: []string{"-a", "-b"},
+						Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}},
+					}},
+					Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+				}},
 			},
 		}
 		if mutate != nil {
@@ -273,7 +276,10 @@ func TestFieldSetHash(t *testing.T) {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "test.convergo.dev/v1alpha1", "kind": "Widget",
 			"metadata": map[string]any{"name": "w", "namespace": "ns"},
-			"spec":     map[string]any{"data": map[string]any{"k": "v"}, "size": int64(1)},
+			"spec": map[string]any{
+				"data": map[string]any{"k": "v"}, "size": int64(1),
+				"items": []any{map[string]any{"a": int64(1), "b": int64(2)}},
+			},
 		}}
 		if mutate != nil {
 			mutate(u.Object)
@@ -286,40 +292,29 @@ func TestFieldSetHash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gvk := obj.GetObjectKind().GroupVersionKind()
-		if gvk.Empty() {
-			gvk = appsv1.SchemeGroupVersion.WithKind("Deployment")
-		}
-		h, err := fieldSetHash(intent, gvk)
+		h, err := shapeHash(intent)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return h
 	}
+	container := func(f func(c *corev1.Container)) func(d *appsv1.Deployment) {
+		return func(d *appsv1.Deployment) { f(&d.Spec.Template.Spec.Containers[0]) }
+	}
 	cases := map[string]struct {
 		base, obj client.Object
 		same      bool
 	}{
-		"new replicas": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](2) }), same: true},
-		"new image": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Containers[0].Image = "nginx:2"
-		}), same: true},
-		"new value of an env var": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Containers[0].Env[1].Value = "3"
-		}), same: true},
-		"other arguments (an atomic list is one field)": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Containers[0].Args = []string{"-c"}
-		}), same: true},
-		"the annotation itself": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
-			d.Annotations[AnnotationIntentHash] = "other"
-		}), same: true},
-		"removed replicas": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Spec.Replicas = nil }), same: false},
-		"removed label":    {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Labels = nil }), same: false},
-		"removed env var": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Containers[0].Env = d.Spec.Template.Spec.Containers[0].Env[:1]
-		}), same: false},
-		"env var renamed": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Containers[0].Env[1].Name = "C"
+		"new replicas":                           {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](2) }), same: true},
+		"new label value":                        {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Labels["app"] = "other" }), same: true},
+		"the annotation itself":                  {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Annotations[AnnotationIntentHash] = "other" }), same: true},
+		"new image (inside the containers list)": {base: deployment(nil), obj: deployment(container(func(c *corev1.Container) { c.Image = "nginx:2" })), same: false},
+		"other arguments":                        {base: deployment(nil), obj: deployment(container(func(c *corev1.Container) { c.Args = []string{"-c"} })), same: false},
+		"removed replicas":                       {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Spec.Replicas = nil }), same: false},
+		"removed label":                          {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) { d.Labels = nil }), same: false},
+		"removed env var":                        {base: deployment(nil), obj: deployment(container(func(c *corev1.Container) { c.Env = c.Env[:1] })), same: false},
+		"field removed from an item of an atomic list": {base: deployment(nil), obj: deployment(func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Tolerations[0].Effect = ""
 		}), same: false},
 		"no schema, new value": {base: widget(nil), obj: widget(func(m map[string]any) {
 			m["spec"].(map[string]any)["size"] = int64(2)
@@ -327,11 +322,14 @@ func TestFieldSetHash(t *testing.T) {
 		"no schema, removed key": {base: widget(nil), obj: widget(func(m map[string]any) {
 			delete(m["spec"].(map[string]any)["data"].(map[string]any), "k")
 		}), same: false},
+		"no schema, field removed from a list item": {base: widget(nil), obj: widget(func(m map[string]any) {
+			m["spec"].(map[string]any)["items"] = []any{map[string]any{"a": int64(1)}}
+		}), same: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if got := hashOf(tc.obj) == hashOf(tc.base); got != tc.same {
-				t.Errorf("same field-set hash = %v, want %v", got, tc.same)
+				t.Errorf("same shape hash = %v, want %v", got, tc.same)
 			}
 		})
 	}
