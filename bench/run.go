@@ -548,7 +548,7 @@ func (r *run) measure(ctx context.Context, name string, act func() error, reache
 		return Phase{}, err
 	}
 	if r.cfg.cpuProfiles != "" {
-		stop, err := startCPUProfile(filepath.Join(r.cfg.cpuProfiles, fmt.Sprintf("%s-r%d-%s.cpu", r.impl.Name, r.round, name)))
+		stop, err := StartCPUProfile(filepath.Join(r.cfg.cpuProfiles, fmt.Sprintf("%s-r%d-%s.cpu", r.impl.Name, r.round, name)))
 		if err != nil {
 			return Phase{}, err
 		}
@@ -632,9 +632,9 @@ func processCPU() (time.Duration, error) {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
-// startCPUProfile starts profiling the process into path and returns the function that stops and
-// writes it.
-func startCPUProfile(path string) (func(), error) {
+// StartCPUProfile starts a CPU profile of the process into path (pprof format) and returns the
+// function that stops it and closes the file. A process runs one CPU profile at a time.
+func StartCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create cpu profile: %w", err)
@@ -645,7 +645,9 @@ func startCPUProfile(path string) (func(), error) {
 	}
 	return func() {
 		pprof.StopCPUProfile()
-		f.Close()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: close cpu profile %s: %v\n", path, err)
+		}
 	}, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -195,7 +194,7 @@ func run(args []string) int {
 	ctrllog.SetLogger(managers)
 
 	if f.cpuprof != "" {
-		stopProfile, err := startCPUProfile(f.cpuprof)
+		stopProfile, err := bench.StartCPUProfile(f.cpuprof)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench: -cpuprofile: %v\n", err)
 			return 1
@@ -273,24 +272,6 @@ func stderrLogger(verbosity int) logr.Logger {
 		}
 		fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), args)
 	}, funcr.Options{Verbosity: verbosity})
-}
-
-// startCPUProfile starts profiling into path and returns the function that stops and writes it.
-func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start profiling into %s: %w", path, err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: -cpuprofile: close %s: %v\n", path, err)
-		}
-	}, nil
 }
 
 // installFinalizerPolicy installs the Welcome's admission policy (controller.FinalizerPolicy, what
