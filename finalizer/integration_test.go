@@ -38,17 +38,21 @@ func newConfigMap(t *testing.T, finalizers ...string) *corev1.ConfigMap {
 	if err := env.Client.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
-	// Let nothing of ours outlive the test: drop every finalizer so the namespace can go.
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(t.Context()) // cancelled once cleanups run
-		fresh := &corev1.ConfigMap{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), fresh); err == nil {
-			for _, f := range fresh.Finalizers {
-				_, _ = finalizer.Remove(ctx, env.Client, fresh, f)
-			}
-		}
-	})
+	t.Cleanup(func() { dropFinalizers(t, cm) })
 	return cm
+}
+
+// dropFinalizers removes every finalizer of cm, in a cleanup, so that nothing of ours outlives the
+// test and the namespace can go.
+func dropFinalizers(t *testing.T, cm *corev1.ConfigMap) {
+	env := harness.Default()
+	ctx := context.WithoutCancel(t.Context()) // cancelled once cleanups run
+	fresh := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), fresh); err == nil {
+		for _, f := range fresh.Finalizers {
+			_, _ = finalizer.Remove(ctx, env.Client, fresh, f)
+		}
+	}
 }
 
 func serverFinalizers(t *testing.T, obj client.Object) []string {
@@ -290,22 +294,9 @@ func TestIntegrationAdmissionPolicyAddsTheFinalizer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	probe := &corev1.ConfigMap{}
-	remove, err := harness.BindAdmissionPolicy(ctx, env.Client, policy, ns, probe, func(o client.Object) bool {
+	env.BindAdmissionPolicy(t, policy, ns, &corev1.ConfigMap{}, func(o client.Object) bool {
 		return slices.Contains(o.GetFinalizers(), ours)
-	})
-	if remove != nil {
-		t.Cleanup(func() {
-			if err := remove(context.WithoutCancel(t.Context())); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, time.Minute)
 
 	cases := map[string]struct {
 		finalizers []string
@@ -321,15 +312,7 @@ func TestIntegrationAdmissionPolicyAddsTheFinalizer(t *testing.T) {
 			if err := env.Client.Create(t.Context(), cm); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				ctx := context.WithoutCancel(t.Context()) // cancelled once cleanups run
-				fresh := &corev1.ConfigMap{}
-				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), fresh); err == nil {
-					for _, f := range fresh.Finalizers {
-						_, _ = finalizer.Remove(ctx, env.Client, fresh, f)
-					}
-				}
-			})
+			t.Cleanup(func() { dropFinalizers(t, cm) })
 			if diff := cmp.Diff(tc.want, serverFinalizers(t, cm)); diff != "" {
 				t.Errorf("finalizers after create (-want +got):\n%s", diff)
 			}
@@ -344,9 +327,13 @@ func TestIntegrationAdmissionPolicyAddsTheFinalizer(t *testing.T) {
 	}
 
 	t.Run("updates are not mutated", func(t *testing.T) {
-		cm := newConfigMap(t)
-		if _, err := finalizer.Remove(t.Context(), env.Client, cm, ours); err != nil {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "cm-", Namespace: ns}}
+		if err := env.Client.Create(t.Context(), cm); err != nil {
 			t.Fatal(err)
+		}
+		t.Cleanup(func() { dropFinalizers(t, cm) })
+		if removed, err := finalizer.Remove(t.Context(), env.Client, cm, ours); err != nil || !removed {
+			t.Fatalf("Remove of the finalizer the policy added = %v, %v; want true, nil", removed, err)
 		}
 		cm.Data = map[string]string{"k": "v"}
 		if err := env.Client.Update(t.Context(), cm); err != nil {

@@ -11,6 +11,11 @@
 //	kubectl wait --for=condition=Ready welcome/alice
 //	kubectl get welcome alice -o jsonpath='{.status.serviceURL}'
 //
+// config/admission (part of config/default) holds a MutatingAdmissionPolicy under which the API
+// server adds the operator's finalizer to every new Welcome (Kubernetes 1.36 or later), which saves
+// the operator one request per Welcome; `kubectl apply -k examples/welcome/config/admission` installs
+// it alone.
+//
 // The web server it deploys is examples/welcome/web. A Welcome whose password Secret does not exist
 // is Stalled with reason SecretNotFound until the Secret is created.
 //

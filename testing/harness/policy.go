@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -91,4 +92,25 @@ func probeOnce(ctx context.Context, c client.Client, probe client.Object, ns str
 		return false, fmt.Errorf("delete probe: %w", err)
 	}
 	return ok, nil
+}
+
+// BindAdmissionPolicy is the package's BindAdmissionPolicy for a test: bound to namespace ns through
+// the Env's client within timeout, the binding deleted when the test ends; a policy the API server
+// does not apply in time fails the test.
+func (e *Env) BindAdmissionPolicy(t testing.TB, policy *admissionregistrationv1.MutatingAdmissionPolicy, ns string,
+	probe client.Object, applied func(client.Object) bool, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	remove, err := BindAdmissionPolicy(ctx, e.Client, policy, ns, probe, applied)
+	if remove != nil {
+		t.Cleanup(func() {
+			if err := remove(context.WithoutCancel(t.Context())); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }

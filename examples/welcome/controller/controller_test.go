@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -439,7 +438,8 @@ func (l *lockedBuffer) String() string {
 // TestManyAtOnceMinimalWrites creates a dozen Welcomes at once, so that the controller's workers
 // (DefaultMaxConcurrentReconciles) reconcile several at a time while the children's events keep
 // arriving, and checks that converging them all costs exactly the job's writes: per Welcome one apply
-// per child, one finalizer patch (none with the shipped admission policy, which adds the finalizer as the Welcome is created) and two status patches (Reconciling, then Ready), with no conflict
+// per child, one finalizer patch (none with the shipped admission policy, which adds the finalizer as
+// the Welcome is created) and two status patches (Reconciling, then Ready), with no conflict
 // and no re-read of a Welcome.
 func TestManyAtOnceMinimalWrites(t *testing.T) {
 	const n = 12
@@ -523,22 +523,10 @@ func bindFinalizerPolicy(t *testing.T, env *harness.Env, ns string) {
 	if diff := cmp.Diff(want, shipped); diff != "" {
 		t.Errorf("config/admission/finalizer_policy.yaml differs from controller.FinalizerPolicy() (-want +shipped):\n%s", diff)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
 	probe := &v1alpha1.Welcome{Spec: v1alpha1.WelcomeSpec{Name: "Probe"}}
-	remove, err := harness.BindAdmissionPolicy(ctx, env.Client, shipped, ns, probe, func(o client.Object) bool {
+	env.BindAdmissionPolicy(t, shipped, ns, probe, func(o client.Object) bool {
 		return slices.Contains(o.GetFinalizers(), controller.Finalizer)
-	})
-	if remove != nil {
-		t.Cleanup(func() {
-			if err := remove(context.WithoutCancel(t.Context())); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, timeout)
 }
 
 // shippedCache gives the test's manager the cache options the operator's main uses
