@@ -145,9 +145,6 @@ type Applier struct {
 	protos sync.Map
 	// guard, when set (a sharded Reconciler), refuses DELETEs the member may no longer send.
 	guard func() error
-	// indexed are the kinds whose cache has ownerIndex (set by a Reconciler); the others' children are
-	// listed by their tracking label.
-	indexed *indexedKinds
 }
 
 // proto returns the shared empty object of obj's type (for unstructured objects, of its kind).

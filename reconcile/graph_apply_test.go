@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -338,25 +337,9 @@ func TestGraphDeleteLayers(t *testing.T) {
 	}
 }
 
-// TestPruneAndDeleteOwned: Prune and DeleteOwned find owner's children by tracking label, or through
-// the cache's ownerIndex for a kind a Reconciler indexed (ConfigMaps here; Secrets by label).
 func TestPruneAndDeleteOwned(t *testing.T) {
-	for _, viaIndex := range []bool{false, true} {
-		t.Run(fmt.Sprintf("index %v", viaIndex), func(t *testing.T) { testPruneAndDeleteOwned(t, viaIndex) })
-	}
-}
-
-func testPruneAndDeleteOwned(t *testing.T, viaIndex bool) {
-	var c client.WithWatch = newFake(t, nil)
+	c := newFake(t, nil)
 	a := NewApplier(c, nil)
-	if viaIndex {
-		c = fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(testMapper()).
-			WithIndex(&corev1.ConfigMap{}, ownerIndex, trackedOwnerUID).
-			WithInterceptorFuncs((&writeCounter{}).funcs()).Build()
-		a = NewApplier(c, nil)
-		a.indexed = &indexedKinds{}
-		a.indexed.m.Store(schema.GroupKind{Kind: "ConfigMap"}, struct{}{})
-	}
 	app, other := owner("app"), owner("other")
 	if _, err := graphOf("keep", "drop").Apply(t.Context(), a, app); err != nil {
 		t.Fatal(err)
@@ -402,18 +385,6 @@ func testPruneAndDeleteOwned(t *testing.T, viaIndex bool) {
 	}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "others"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("another owner's child was deleted: %v", err)
-	}
-}
-
-// TestPruneListsThroughTheIndex: for an indexed kind the list goes through ownerIndex, which a cache
-// without that index refuses.
-func TestPruneListsThroughTheIndex(t *testing.T) {
-	a := NewApplier(newFake(t, nil), nil)
-	a.indexed = &indexedKinds{}
-	a.indexed.m.Store(schema.GroupKind{Kind: "ConfigMap"}, struct{}{})
-	_, err := a.Prune(t.Context(), owner("app"), graphOf("keep"))
-	if err == nil || !strings.Contains(err.Error(), ownerIndex) {
-		t.Fatalf("Prune through a missing index: %v; want an error naming %s", err, ownerIndex)
 	}
 }
 

@@ -178,8 +178,7 @@ func (a *Applier) identityOf(desired, owner client.Object) (objectID, error) {
 	return objectID{gk: gvk.GroupKind(), key: client.ObjectKey{Namespace: ns, Name: desired.GetName()}}, nil
 }
 
-// listTracked lists the objects of t's kind carrying owner's tracking label, in all namespaces: through
-// ownerIndex where the cache has it, else by label.
+// listTracked lists the objects of t's kind carrying owner's tracking label, in all namespaces.
 func (a *Applier) listTracked(ctx context.Context, owner, t client.Object) ([]client.Object, schema.GroupVersionKind, error) {
 	gvk, err := apiutil.GVKForObject(t, a.scheme)
 	if err != nil {
@@ -189,11 +188,7 @@ func (a *Applier) listTracked(ctx context.Context, owner, t client.Object) ([]cl
 	if err != nil {
 		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
 	}
-	var byOwner client.ListOption = client.MatchingLabels(ownership.TrackingLabels(owner))
-	if a.indexed.has(gvk.GroupKind()) {
-		byOwner = client.MatchingFields{ownerIndex: string(owner.GetUID())}
-	}
-	if err := a.client.List(ctx, list, byOwner); err != nil {
+	if err := a.client.List(ctx, list, client.MatchingLabels(ownership.TrackingLabels(owner))); err != nil {
 		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
 	}
 	objs, err := meta.ExtractList(list)

@@ -379,7 +379,6 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 		append([]ApplierOption{WithFieldManager(r.name), WithAPIReader(mgr.GetAPIReader()),
 			WithConnection(mgr.GetConfig(), mgr.GetHTTPClient())}, cfg.applierOpts...)...)
 	r.known = r.applier.known
-	r.applier.indexed = &indexedKinds{}
 	if r.shard != nil {
 		r.applier.guard = r.shard.Writable
 	}
@@ -455,9 +454,6 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 		gvk, _ := apiutil.GVKForObject(o, r.scheme)
 		r.watched[gvk] = o
 		b = b.Watches(o, r.handler)
-		if err := indexOwned(context.Background(), mgr.GetFieldIndexer(), o, gvk, r.applier.indexed); err != nil {
-			mgr.GetLogger().Info("children will be listed by label, a scan of the cached kind", "controller", r.name, "reason", err.Error())
-		}
 	}
 	r.mu.Unlock()
 	for _, w := range r.watches {
