@@ -109,9 +109,9 @@ func IntentHash(intent map[string]any) (string, error) {
 // shapeHash returns the value of AnnotationIntentHash for intent (see Intent): the hex sha256 of its
 // shape, intent with every scalar that is not inside a list replaced by the same placeholder, without
 // the annotation itself and the shard labels (as IntentHash). Map keys and lists, items and all, stay:
-// the drift check (isSubset) cannot see an item or a field someone else's list entry holds that the
-// intent dropped, nor a key it dropped, so those must change the hash; a new value of a scalar outside
-// a list is seen by the drift check itself.
+// the drift check (isSubset) cannot see that the intent dropped a key, a list item or a field of a
+// list item, which the live object still holds, so those must change the hash; a new value of a
+// scalar outside lists it sees itself.
 func shapeHash(intent map[string]any) (string, error) {
 	return IntentHash(shapeOf(hashedIntent(intent)).(map[string]any))
 }
