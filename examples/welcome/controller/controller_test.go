@@ -27,6 +27,7 @@ import (
 	"github.com/convergo-dev/convergo/builders"
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/optest"
@@ -505,15 +506,23 @@ func TestManyAtOnceMinimalWrites(t *testing.T) {
 
 // bindFinalizerPolicy installs the admission policy of config/admission, bound to namespace ns only
 // (the tests share one API server), and waits until the API server applies it. The shipped YAML must
-// hold what controller.FinalizerPolicy builds.
+// hold what controller.FinalizerPolicy builds and a binding of it for every namespace.
 func bindFinalizerPolicy(t *testing.T, env *harness.Env, ns string) {
 	t.Helper()
 	data, err := os.ReadFile("../config/admission/finalizer_policy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("config/admission/finalizer_policy.yaml holds %d documents, want the policy and its binding", len(docs))
+	}
 	shipped := &admissionregistrationv1.MutatingAdmissionPolicy{}
-	if err := yaml.UnmarshalStrict([]byte(strings.SplitN(string(data), "\n---\n", 2)[0]), shipped); err != nil {
+	shippedBinding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), shipped); err != nil {
+		t.Fatalf("config/admission/finalizer_policy.yaml: %v", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), shippedBinding); err != nil {
 		t.Fatalf("config/admission/finalizer_policy.yaml: %v", err)
 	}
 	want, err := controller.FinalizerPolicy()
@@ -522,6 +531,9 @@ func bindFinalizerPolicy(t *testing.T, env *harness.Env, ns string) {
 	}
 	if diff := cmp.Diff(want, shipped); diff != "" {
 		t.Errorf("config/admission/finalizer_policy.yaml differs from controller.FinalizerPolicy() (-want +shipped):\n%s", diff)
+	}
+	if diff := cmp.Diff(finalizer.AdmissionPolicyBinding(want, nil), shippedBinding); diff != "" {
+		t.Errorf("config/admission/finalizer_policy.yaml's binding differs from one for every namespace (-want +shipped):\n%s", diff)
 	}
 	probe := &v1alpha1.Welcome{Spec: v1alpha1.WelcomeSpec{Name: "Probe"}}
 	env.BindAdmissionPolicy(t, shipped, ns, probe, func(o client.Object) bool {
