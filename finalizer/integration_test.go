@@ -295,7 +295,7 @@ func TestIntegrationAdmissionPolicyAddsTheFinalizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.BindAdmissionPolicy(t, policy, ns, &corev1.ConfigMap{}, func(o client.Object) bool {
-		return slices.Contains(o.GetFinalizers(), ours)
+		return finalizer.Has(o, ours)
 	}, time.Minute)
 
 	cases := map[string]struct {

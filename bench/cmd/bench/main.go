@@ -28,6 +28,7 @@ import (
 	"github.com/convergo-dev/convergo/bench/expert"
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -285,6 +286,6 @@ func installFinalizerPolicy(ctx context.Context, c client.Client, ns string) (fu
 	defer cancel()
 	probe := &v1alpha1.Welcome{Spec: v1alpha1.WelcomeSpec{Name: "Probe"}}
 	return harness.BindAdmissionPolicy(ctx, c, policy, ns, probe, func(o client.Object) bool {
-		return slices.Contains(o.GetFinalizers(), controller.Finalizer)
+		return finalizer.Has(o, controller.Finalizer)
 	})
 }

@@ -297,11 +297,7 @@ func lifeCycle(t *testing.T, env *harness.Env, op *reliability.Operator, ns stri
 // SecretNotFound, or m made a forbidden request, and returns that request.
 func stalledOrForbidden(t *testing.T, env *harness.Env, key client.ObjectKey, m *reliability.Manager) *harness.Request {
 	t.Helper()
-	var forbidden *harness.Request
-	harness.Eventually(t, convergeTimeout, func() (bool, string) {
-		if forbidden = firstForbidden(m); forbidden != nil {
-			return true, ""
-		}
+	return untilOrForbidden(t, m, func() (bool, string) {
 		w := &welcomev1.Welcome{}
 		if err := env.Client.Get(t.Context(), key, w); err != nil {
 			return false, err.Error()
@@ -309,22 +305,30 @@ func stalledOrForbidden(t *testing.T, env *harness.Env, key client.ObjectKey, m 
 		c := status.Get(w, status.Stalled)
 		return c != nil && c.Reason == welcomecontroller.ReasonSecretNotFound, fmt.Sprintf("conditions %v", w.Status.Conditions)
 	})
-	return forbidden
 }
 
 // convergedOrForbidden waits until exp holds or m made a forbidden request, and returns that request.
 func convergedOrForbidden(t *testing.T, env *harness.Env, exp reliability.Expectation, m *reliability.Manager) *harness.Request {
+	t.Helper()
+	return untilOrForbidden(t, m, func() (bool, string) {
+		rep, err := reliability.Audit(t.Context(), env.Client, exp)
+		if err != nil {
+			return false, err.Error()
+		}
+		return rep.OK(), rep.String()
+	})
+}
+
+// untilOrForbidden waits until done reports true or m made a forbidden request, and returns that
+// request (nil once done).
+func untilOrForbidden(t *testing.T, m *reliability.Manager, done func() (bool, string)) *harness.Request {
 	t.Helper()
 	var forbidden *harness.Request
 	harness.Eventually(t, convergeTimeout, func() (bool, string) {
 		if forbidden = firstForbidden(m); forbidden != nil {
 			return true, ""
 		}
-		rep, err := reliability.Audit(t.Context(), env.Client, exp)
-		if err != nil {
-			return false, err.Error()
-		}
-		return rep.OK(), rep.String()
+		return done()
 	})
 	return forbidden
 }

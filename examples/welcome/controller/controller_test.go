@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -475,7 +474,7 @@ func TestManyAtOnceMinimalWrites(t *testing.T) {
 			}
 			for _, key := range keys {
 				harness.WaitForObject(t, env.Client, key, &v1alpha1.Welcome{}, timeout, func(w *v1alpha1.Welcome) bool {
-					return conditionsAre(ready)(w) && slices.Contains(w.Finalizers, controller.Finalizer)
+					return conditionsAre(ready)(w) && finalizer.Has(w, controller.Finalizer)
 				})
 			}
 			reqs := counter.Snapshot().InNamespace(ns)
@@ -537,7 +536,7 @@ func bindFinalizerPolicy(t *testing.T, env *harness.Env, ns string) {
 	}
 	probe := &v1alpha1.Welcome{Spec: v1alpha1.WelcomeSpec{Name: "Probe"}}
 	env.BindAdmissionPolicy(t, shipped, ns, probe, func(o client.Object) bool {
-		return slices.Contains(o.GetFinalizers(), controller.Finalizer)
+		return finalizer.Has(o, controller.Finalizer)
 	}, timeout)
 }
 
