@@ -45,6 +45,9 @@ type Implementation struct {
 	// Cache, when set, adjusts the manager's cache options (after the bench limits them to the
 	// namespace), as the implementation's main does.
 	Cache func(*cache.Options)
+	// NewCache, when set, builds the manager's cache (manager.Options.NewCache), as the
+	// implementation's main does.
+	NewCache cache.NewCacheFunc
 	// Install, when set, installs what the implementation ships besides its manager (an admission
 	// policy), for its namespace ns only, before its manager starts; the function it returns removes it
 	// once the implementation has been measured.
@@ -65,6 +68,11 @@ const (
 
 // pollInterval is how often the driver checks a phase's goal and the manager's activity.
 const pollInterval = 100 * time.Millisecond
+
+// restartPollInterval is how often the driver checks the restart's goal (a counter of this process):
+// a restart takes a few hundred milliseconds, which checks every pollInterval would round up by as
+// much as a third.
+const restartPollInterval = 5 * time.Millisecond
 
 // Option configures Run.
 type Option func(*config)
@@ -301,7 +309,7 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 		}
 	}
 	var err error
-	if r.mgr, err = r.startManager(ctx); err != nil {
+	if r.mgr, err = r.startManager(ctx, true); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -418,12 +426,12 @@ func (r *run) restart(ctx context.Context) (Phase, error) {
 	r.mgr.stop()
 	r.mgr = nil
 	var base int
-	p, err := r.measure(ctx, "restart", func() error {
+	p, err := r.measureEvery(ctx, "restart", restartPollInterval, func() error {
 		var err error
 		if base, err = reconcileCount(); err != nil {
 			return err
 		}
-		r.mgr, err = r.startManager(ctx)
+		r.mgr, err = r.startManager(ctx, false)
 		return err
 	}, func(ctx context.Context) (bool, string, error) {
 		n, err := reconcileCount()
@@ -537,9 +545,15 @@ func conditionsOf(w *v1alpha1.Welcome) string {
 	return strings.Join(parts, ", ")
 }
 
-// measure runs one phase: it resets the counter, runs act, waits until reached reports the goal, then
-// until the manager is quiet, and summarizes the requests recorded meanwhile.
+// measure runs one phase: it resets the counter, runs act, waits until reached reports the goal
+// (checked every pollInterval), then until the manager is quiet, and summarizes the requests recorded
+// meanwhile.
 func (r *run) measure(ctx context.Context, name string, act func() error, reached goal) (Phase, error) {
+	return r.measureEvery(ctx, name, pollInterval, act, reached)
+}
+
+// measureEvery is measure with the goal checked every interval.
+func (r *run) measureEvery(ctx context.Context, name string, every time.Duration, act func() error, reached goal) (Phase, error) {
 	log := r.log.WithValues("phase", name)
 	r.counter.Reset()
 	r.latency.reset()
@@ -563,7 +577,7 @@ func (r *run) measure(ctx context.Context, name string, act func() error, reache
 
 	deadline := start.Add(r.cfg.phaseTimeout)
 	lastLog := time.Now()
-	err = poll(ctx, func() (bool, error) {
+	err = pollEvery(ctx, every, func() (bool, error) {
 		if err := r.mgr.failed(); err != nil {
 			return false, err
 		}
@@ -746,9 +760,10 @@ type runningManager struct {
 }
 
 // startManager starts a manager for the implementation: its config counted by r.counter, its cache
-// limited to the namespace, metrics and health endpoints off. It returns once the Welcome informer has
-// synced.
-func (r *run) startManager(ctx context.Context) (*runningManager, error) {
+// limited to the namespace, metrics and health endpoints off. With waitSync it returns once the Welcome
+// informer has synced; without, at once (the restart waits for the reconciles instead: a wait of the
+// driver's, checked every 100 ms, would be part of the time measured).
+func (r *run) startManager(ctx context.Context, waitSync bool) (*runningManager, error) {
 	opts := manager.Options{
 		Scheme:                 r.env.Scheme,
 		Logger:                 r.cfg.managerLog.WithValues("implementation", r.impl.Name),
@@ -759,6 +774,9 @@ func (r *run) startManager(ctx context.Context) (*runningManager, error) {
 	}
 	if r.impl.Cache != nil {
 		r.impl.Cache(&opts.Cache)
+	}
+	if r.impl.NewCache != nil {
+		opts.NewCache = r.impl.NewCache
 	}
 	mgr, err := manager.New(r.latency.wrap(r.counter.Wrap(r.env.Config)), opts)
 	if err != nil {
@@ -773,6 +791,9 @@ func (r *run) startManager(ctx context.Context) (*runningManager, error) {
 		defer close(m.done)
 		m.err = mgr.Start(mctx)
 	}()
+	if !waitSync {
+		return m, nil
+	}
 	syncCtx, syncCancel := context.WithTimeout(mctx, r.cfg.phaseTimeout)
 	defer syncCancel()
 	synced := mgr.GetCache().WaitForCacheSync(syncCtx)

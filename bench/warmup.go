@@ -120,5 +120,10 @@ func warmUpObjects(ctx context.Context, env *harness.Env, ns, name string, label
 
 // poll calls check at once and then every pollInterval until it reports done, fails, or ctx ends.
 func poll(ctx context.Context, check func() (bool, error)) error {
-	return wait.PollUntilContextCancel(ctx, pollInterval, true, func(context.Context) (bool, error) { return check() })
+	return pollEvery(ctx, pollInterval, check)
+}
+
+// pollEvery is poll with checks every interval.
+func pollEvery(ctx context.Context, every time.Duration, check func() (bool, error)) error {
+	return wait.PollUntilContextCancel(ctx, every, true, func(context.Context) (bool, error) { return check() })
 }

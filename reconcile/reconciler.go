@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -251,13 +250,14 @@ func WithPollInterval(d time.Duration) ReconcilerOption {
 // (EventReasonDeleteFailed, EventReasonCleanupFailed). The metric convergo_child_operations_total
 // counts every child operation.
 type Reconciler[T Object] struct {
-	name      string
-	gvk       schema.GroupVersionKind
-	newObj    func() T
-	children  ChildrenFunc[T]
-	client    client.Client
-	scheme    *runtime.Scheme
-	cache     cache.Cache
+	name     string
+	gvk      schema.GroupVersionKind
+	newObj   func() T
+	children ChildrenFunc[T]
+	client   client.Client
+	scheme   *runtime.Scheme
+	// cache is the manager's, for the controller's sources, with prompt waits for sync.
+	cache     *promptCache
 	applier   *Applier
 	patcher   *status.Patcher
 	apiReader client.Reader
@@ -328,7 +328,7 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		statusFn:    hooks.Status,
 		client:      mgr.GetClient(),
 		scheme:      mgr.GetScheme(),
-		cache:       mgr.GetCache(),
+		cache:       newPromptCache(mgr.GetCache()),
 		poll:        cfg.pollInterval,
 		maxConc:     cfg.maxConcurrent,
 		watches:     cfg.watches,
@@ -438,7 +438,8 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if r.initErr != nil {
 		return r.initErr
 	}
-	b := builder.ControllerManagedBy(mgr).
+	// The sources take the prompt cache from the manager the builder is given (see promptsync.go).
+	b := builder.ControllerManagedBy(promptManager{Manager: mgr, cache: r.cache}).
 		Named(r.name).
 		For(r.newObj(), builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{},

@@ -97,6 +97,9 @@ func run(ctx context.Context, f flags) error {
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{MaxConcurrentReconciles: f.concurrency},
 		WebhookServer:                 webhook.NewServer(webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertPath}),
+
+		// Controllers start as soon as the informers have listed, not at the next 100-ms check.
+		NewCache: reconcile.NewCache,
 	}
 	// The cache holds no managedFields, and of the child kinds only this operator's children.
 	controller.CacheOptions(&opts.Cache)

@@ -85,6 +85,8 @@ func run(ctx context.Context, f flags) error {
 		LeaderElectionNamespace:       f.leaderElectNS,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{MaxConcurrentReconciles: f.concurrency},
+		// Controllers start as soon as the informers have listed, not at the next 100-ms check.
+		NewCache: reconcile.NewCache,
 	}
 	// The cache holds no managedFields, and of the child kinds only this operator's children.
 	controller.CacheOptions(&opts.Cache)

@@ -40,11 +40,13 @@ const defaultImplementations = "convergo,expert,baseline"
 // implementations are the operators the bench knows, by name.
 var implementations = map[string]bench.Implementation{
 	"convergo": {
-		Name: "convergo", Setup: controller.SetupWithManager, Cache: controller.CacheOptions, Install: installFinalizerPolicy,
+		Name: "convergo", Setup: controller.SetupWithManager, Cache: controller.CacheOptions, NewCache: reconcile.NewCache,
+		Install: installFinalizerPolicy,
 		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles), "+
 			"its main's cache options (controller.CacheOptions: no managedFields; of the child kinds only Convergo children, "+
 			"cached slim: metadata, status, scalars and a digest of what it applied; repeated strings shared), "+
-			"its config/admission policy (the API server adds the finalizer to new Welcomes; bound to the bench namespace)",
+			"its config/admission policy (the API server adds the finalizer to new Welcomes; bound to the bench namespace), "+
+			"its main's cache constructor (reconcile.NewCache: waits for informers to sync end when they report it, not at the next 100-ms check)",
 			controller.DefaultMaxConcurrentReconciles),
 	},
 	"expert": {
@@ -73,12 +75,13 @@ var implementations = map[string]bench.Implementation{
 	// where the time goes into waiting for the API server (-impl convergo,expert,convergo-8).
 	"convergo-8": {
 		Name: "convergo-8", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(8)), Cache: controller.CacheOptions,
+		NewCache:    reconcile.NewCache,
 		Description: "examples/welcome with 8 workers (reconcile.WithMaxConcurrentReconciles(8))",
 	},
 	// Not measured by default: Convergo's operator with whole child caches (reconcile.LeanCache instead
 	// of SlimCache), to show what slim caches change (-impl convergo,expert,convergo-lean).
 	"convergo-lean": {
-		Name: "convergo-lean", Setup: controller.SetupWithManager,
+		Name: "convergo-lean", Setup: controller.SetupWithManager, NewCache: reconcile.NewCache,
 		Cache: func(opts *cache.Options) {
 			reconcile.LeanCache(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
 		},

@@ -1,0 +1,144 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// A controller starts its workers once every watch has synced: its informer has listed the objects
+// and its event handler has been given them all. controller-runtime's sources wait for both by
+// checking every 100 ms (client-go's WaitForCacheSync), three times in a row, so a controller whose
+// informers sync in a few milliseconds still starts 200 to 300 ms late, after every restart or
+// leader change. The Reconciler hands its sources a cache whose waits are woken by the informers
+// themselves (client-go's DoneCheckers): the same waits, ended when the informer or the handler says
+// it is done instead of at the next tick.
+
+// handlerSyncWait bounds how long adding an event handler to a synced informer waits for the handler
+// to be given every object (see promptInformer); after it the source's own check takes over.
+const handlerSyncWait = 10 * time.Second
+
+// promptManager is a manager whose cache is prompt: the controller builder takes its sources' cache
+// from it. Everything else is the manager's.
+type promptManager struct {
+	manager.Manager
+	cache *promptCache
+}
+
+// GetCache returns the prompt cache.
+func (m promptManager) GetCache() cache.Cache { return m.cache }
+
+// promptCache is a cache whose waits for informers to sync end when the informers report it. Its
+// reads, indexes and informers are the wrapped cache's.
+type promptCache struct {
+	cache.Cache
+
+	mu sync.Mutex
+	// handedOut holds the informers GetInformer returned, which WaitForCacheSync waits for.
+	handedOut []cache.Informer
+}
+
+// NewCache builds the manager's cache (manager.Options.NewCache) with controller-runtime's cache.New,
+// and makes its waits for informers to sync end when the informers report it instead of at the next
+// 100-ms check: the manager starts its controllers as soon as the informers created during setup (for
+// a field index) have listed. The Reconciler's own watches wait that way with any cache.
+//
+//	opts := ctrl.Options{NewCache: reconcile.NewCache}
+func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+	c, err := cache.New(config, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newPromptCache(c), nil
+}
+
+// newPromptCache wraps c, unless it is prompt already.
+func newPromptCache(c cache.Cache) *promptCache {
+	if p, ok := c.(*promptCache); ok {
+		return p
+	}
+	return &promptCache{Cache: c}
+}
+
+// IndexField adds the index to the wrapped cache, whose informer for obj WaitForCacheSync then waits for.
+func (c *promptCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	if _, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+		return err
+	}
+	return c.Cache.IndexField(ctx, obj, field, extract)
+}
+
+// GetInformer returns the wrapped cache's informer for obj. Unless told not to block
+// (cache.BlockUntilSynced(false)), it returns once the informer has synced, or with an error when ctx
+// ends first. Unlike the wrapped cache it also waits when that cache has not started yet: the sources
+// that call it start after the caches.
+func (c *promptCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	var o cache.InformerGetOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	inf, err := c.Cache.GetInformer(ctx, obj, append(opts, cache.BlockUntilSynced(false))...)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if !slices.Contains(c.handedOut, inf) {
+		c.handedOut = append(c.handedOut, inf)
+	}
+	c.mu.Unlock()
+	if o.BlockUntilSynced == nil || *o.BlockUntilSynced {
+		if !toolscache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
+			return nil, fmt.Errorf("wait for the informer of %T to sync: %w", obj, context.Cause(ctx))
+		}
+	}
+	return promptInformer{Informer: inf}, nil
+}
+
+// WaitForCacheSync waits until every informer GetInformer returned has synced. Before GetInformer
+// returned any, it is the wrapped cache's check (of every informer it has, every 100 ms). It does not
+// wait for informers others asked the wrapped cache for: a source calls it after its own informer
+// synced, and its check of the whole cache would otherwise wait a tick for each informer the other
+// sources are still listing.
+func (c *promptCache) WaitForCacheSync(ctx context.Context) bool {
+	c.mu.Lock()
+	checkers := make([]toolscache.DoneChecker, 0, len(c.handedOut))
+	for _, inf := range c.handedOut {
+		checkers = append(checkers, inf.HasSyncedChecker())
+	}
+	c.mu.Unlock()
+	if len(checkers) == 0 {
+		return c.Cache.WaitForCacheSync(ctx)
+	}
+	return toolscache.WaitFor(ctx, "", checkers...)
+}
+
+// promptInformer is an informer whose new event handlers, once it has synced, have been given every
+// object when AddEventHandlerWithOptions returns (for at most handlerSyncWait), so that the source's
+// check of its handler finds it synced at its first look.
+type promptInformer struct {
+	cache.Informer
+}
+
+// AddEventHandlerWithOptions adds h and, when the informer has synced, waits until h has been given
+// every object the informer holds.
+func (i promptInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	reg, err := i.Informer.AddEventHandlerWithOptions(h, opts)
+	if err != nil || !i.HasSynced() {
+		return reg, err
+	}
+	timer := time.NewTimer(handlerSyncWait)
+	defer timer.Stop()
+	select {
+	case <-reg.HasSyncedChecker().Done():
+	case <-timer.C:
+	}
+	return reg, nil
+}
