@@ -12,6 +12,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -98,7 +99,7 @@ func Intent(obj runtime.Object, scheme *runtime.Scheme) (map[string]any, error) 
 // annotation itself and the shard labels (sharding.LabelPrefix: they follow the owner from member to
 // member, and the move relabels the children). encoding/json sorts map keys, which makes the encoding canonical.
 func IntentHash(intent map[string]any) (string, error) {
-	data, err := json.Marshal(hashedIntent(intent))
+	data, err := appendJSON(nil, hashedIntent(intent))
 	if err != nil {
 		return "", fmt.Errorf("hash intent: %w", err)
 	}
@@ -377,25 +378,26 @@ func encodeMarshaler(v reflect.Value, elem bool, path string) (enc any, handled,
 		return nil, false, false, nil
 	}
 	t := v.Type()
+	mk := marshalersOf(t)
 	var m any
 	switch {
-	case t.Kind() == reflect.Pointer && t.Implements(jsonMarshalerType):
+	case t.Kind() == reflect.Pointer && mk.json:
 		if v.IsNil() {
 			return nil, true, false, nil
 		}
 		m = v.Interface() // a non-nil pointer is set: maxUnavailable: 0 is meaningful
-	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && implementsMarshaler(t):
+	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && (mk.json || mk.pointerJSON):
 		if v.IsZero() && !elem {
 			return nil, true, false, nil
 		}
-		if t.Implements(jsonMarshalerType) {
+		if mk.json {
 			m = v.Interface()
 		} else {
 			p := reflect.New(t)
 			p.Elem().Set(v)
 			m = p.Interface()
 		}
-	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && t.Kind() != reflect.String && t.Implements(textMarshalerType):
+	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && t.Kind() != reflect.String && mk.text:
 		if v.IsZero() && !elem {
 			return nil, true, false, nil
 		}
@@ -519,7 +521,33 @@ func encodeFields(v reflect.Value, path string, out map[string]any) error {
 }
 
 func implementsMarshaler(t reflect.Type) bool {
-	return t.Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(jsonMarshalerType)
+	mk := marshalersOf(t)
+	return mk.json || mk.pointerJSON
+}
+
+// marshalers says which encoders a type has; the answers are kept per type (asking reflect each
+// time was a tenth of the intent's cost).
+type marshalers struct {
+	// json: the type implements json.Marshaler; pointerJSON: a pointer to it does; text: the type
+	// implements encoding.TextMarshaler.
+	json, pointerJSON, text bool
+}
+
+// marshalersByType holds the marshalers of every type asked about (reflect.Type to marshalers).
+var marshalersByType sync.Map
+
+// marshalersOf returns t's marshalers.
+func marshalersOf(t reflect.Type) marshalers {
+	if m, ok := marshalersByType.Load(t); ok {
+		return m.(marshalers)
+	}
+	m := marshalers{
+		json:        t.Implements(jsonMarshalerType),
+		pointerJSON: reflect.PointerTo(t).Implements(jsonMarshalerType),
+		text:        t.Implements(textMarshalerType),
+	}
+	marshalersByType.Store(t, m)
+	return m
 }
 
 func hasOption(opts, want string) bool {

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,6 +72,18 @@ func FuzzIntent(f *testing.F) {
 		h2, _ := IntentHash(runtime.DeepCopyJSON(intent))
 		if h1 != h2 {
 			t.Fatalf("hash not deterministic: %s != %s", h1, h2)
+		}
+		// The hash is of json.Marshal's bytes, which existing objects carry: appendJSON must not change them.
+		want, err := json.Marshal(intent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendJSON(nil, intent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Fatalf("appendJSON differs from json.Marshal (-want +got):\n%s", diff)
 		}
 		if _, ok := intent["status"]; ok {
 			t.Fatal("intent holds status")
