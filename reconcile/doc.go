@@ -22,8 +22,11 @@
 // digest of what each field manager applied (from managedFields), which Apply compares with its intent
 // hash instead of the fields:
 //
-//	opts := ctrl.Options{Scheme: scheme}
+//	opts := ctrl.Options{Scheme: scheme, NewCache: reconcile.NewCache}
 //	reconcile.SlimCache(&opts.Cache, &appsv1.Deployment{}, &corev1.ConfigMap{})
+//
+// (NewCache makes the manager start its controllers as soon as the informers created during setup
+// have synced; the Reconciler's own watches wait that way with any cache.)
 //
 // A Graph declares named children with dependencies and readiness checks:
 //
