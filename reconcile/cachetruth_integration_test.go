@@ -524,3 +524,91 @@ func waitWidgetCached(t *testing.T, mgr manager.Manager, key client.ObjectKey, o
 		return ok(&w), fmt.Sprintf("cached Widget: deletionTimestamp %v, finalizers %v", w.DeletionTimestamp, w.Finalizers)
 	})
 }
+
+// TestIntegrationReconcilerPrunesWhatShrankWhileDown: a Widget's graph stopped declaring a ConfigMap
+// while no controller ran (its tracked child "old" is still there); a controller started afterwards
+// prunes it in its first reconciles, and only it, also when the cache lags from its first list on.
+// A prune finds children through the cache (a list by the owner's tracking label, skipped when the
+// counts kept from the child events show none but the declared ones): a cache that never shows the
+// children ("filtered") prunes nothing, and deletes nothing else either.
+func TestIntegrationReconcilerPrunesWhatShrankWhileDown(t *testing.T) {
+	for _, v := range cacheVariants {
+		t.Run(v.name, func(t *testing.T) {
+			env := harness.Default()
+			wc := setupWidgets(t, env)
+			ns := env.Namespace(t)
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "shrunk", Namespace: ns}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
+			if err := wc.Create(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			// What an earlier controller left: the declared config and the child it no longer declares.
+			children := map[string]*corev1.ConfigMap{}
+			for _, name := range []string{"shrunk-config", "shrunk-old"} {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"k": "v"}}
+				if err := ownership.Track(w, cm, widgetScheme); err != nil {
+					t.Fatal(err)
+				}
+				if err := wc.Create(t.Context(), cm); err != nil {
+					t.Fatal(err)
+				}
+				children[name] = cm
+			}
+
+			gate := newWatchGate()
+			opts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
+				o.Scheme = widgetScheme
+				if v.filter {
+					never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
+					o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}}
+				}
+				if v.slim {
+					reconcile.SlimCache(&o.Cache, &corev1.ConfigMap{})
+				}
+			})}
+			var rec *reconcile.Reconciler[*testapi.Widget]
+			mgr := env.StartManager(t, func(mgr manager.Manager) error {
+				rec = reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+					g := reconcile.NewGraph()
+					g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
+					return g, nil
+				}}, reconcile.WithName(fmt.Sprintf("shrunk-%s-%d", v.name, widgetRuns.Add(1))), reconcile.WithOwns(&corev1.ConfigMap{}))
+				return rec.SetupWithManager(mgr)
+			}, opts...)
+			// The informers list (the first list may come as watch events) before the watches are held.
+			for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &testapi.WidgetList{}} {
+				if err := mgr.GetClient().List(t.Context(), l, client.InNamespace(ns)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if v.lag {
+				gate.pause()
+				t.Cleanup(gate.resume)
+			}
+
+			if v.filter {
+				harness.Eventually(t, waitTimeout, func() (bool, string) {
+					var got testapi.Widget
+					if err := wc.Get(t.Context(), client.ObjectKeyFromObject(w), &got); err != nil {
+						return false, err.Error()
+					}
+					return isReady(&got), fmt.Sprintf("conditions %v", got.Status.Conditions)
+				})
+				for name := range children {
+					if err := wc.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}); err != nil {
+						t.Errorf("%s: %v; want it kept (the cache shows no child to prune)", name, err)
+					}
+				}
+				return
+			}
+			harness.Eventually(t, waitTimeout, func() (bool, string) {
+				err := wc.Get(t.Context(), client.ObjectKeyFromObject(children["shrunk-old"]), &corev1.ConfigMap{})
+				var got testapi.Widget
+				_ = wc.Get(t.Context(), client.ObjectKeyFromObject(w), &got)
+				return apierrors.IsNotFound(err), fmt.Sprintf("shrunk-old: %v; the Widget's conditions: %v", err, got.Status.Conditions)
+			})
+			if err := wc.Get(t.Context(), client.ObjectKeyFromObject(children["shrunk-config"]), &corev1.ConfigMap{}); err != nil {
+				t.Errorf("the declared config: %v; want it kept", err)
+			}
+		})
+	}
+}

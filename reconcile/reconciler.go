@@ -286,7 +286,9 @@ type Reconciler[T Object] struct {
 	controller controller.Controller
 	handler    handler.EventHandler
 	// wake decides which child updates wake the owner (see childWatch).
-	wake       *childWatch
+	wake *childWatch
+	// counts tells a prune which kinds it need not list (see childCounts).
+	counts     *childCounts
 	watched    map[schema.GroupVersionKind]client.Object
 	finalizing map[types.NamespacedName]bool
 }
@@ -396,6 +398,7 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	}
 	r.wake = newChildWatch(gvk.GroupKind(), cfg.everyChildChange)
 	r.handler = r.wake.handler(ownership.EnqueueTrackedOwner(r.newObj(), r.scheme))
+	r.counts = newChildCounts()
 	r.metrics = newReconcilerMetrics(r.name)
 	for _, o := range cfg.owns {
 		gvk, err := apiutil.GVKForObject(o, r.scheme)
@@ -454,7 +457,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	for _, o := range r.owns {
 		gvk, _ := apiutil.GVKForObject(o, r.scheme)
 		r.watched[gvk] = o
-		b = b.Watches(o, r.handler)
+		b = b.Watches(o, r.counts.handler(gvk.GroupKind(), r.handler))
 	}
 	r.mu.Unlock()
 	for _, w := range r.watches {
@@ -623,9 +626,10 @@ func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
 		return r.failed(out, err)
 	}
 	if out.result.Ready {
-		out.pruned, err = r.applier.Prune(ctx, obj, g, r.pruneTypes(g)...)
-		if err != nil {
-			return r.failed(out, err)
+		if types := r.typesToPrune(obj, g); len(types) > 0 {
+			if out.pruned, err = r.applier.Prune(ctx, obj, g, types...); err != nil {
+				return r.failed(out, err)
+			}
 		}
 	}
 	if r.statusFn != nil {
@@ -822,7 +826,7 @@ func (r *Reconciler[T]) watchTypes(ctx context.Context, objs []client.Object) {
 		if _, ok := r.watched[gvk]; ok {
 			continue
 		}
-		if err := r.controller.Watch(source.Kind(r.cache, o, r.handler)); err != nil {
+		if err := r.controller.Watch(source.Kind(r.cache, o, r.counts.handler(gvk.GroupKind(), r.handler))); err != nil {
 			logf.FromContext(ctx).Error(err, "cannot watch child type; declare it with WithOwns", "kind", gvk.String())
 			continue
 		}
@@ -846,6 +850,34 @@ func (r *Reconciler[T]) knownTypes() []client.Object {
 
 func (r *Reconciler[T]) pruneTypes(g *Graph) []client.Object {
 	return r.mergeTypes(r.knownTypes(), g.Types())
+}
+
+// typesToPrune returns the types of pruneTypes(g) whose cached objects tracked by owner may include
+// one g does not declare: those the child counts say hold more objects than g declares of the kind,
+// those not counted, and those with a declared child whose write the cache has not shown yet.
+func (r *Reconciler[T]) typesToPrune(owner T, g *Graph) []client.Object {
+	all := r.pruneTypes(g)
+	declared := map[schema.GroupKind]int{}
+	unseen := map[schema.GroupKind]bool{}
+	for _, n := range g.nodes {
+		gvk, err := apiutil.GVKForObject(n.obj, r.scheme)
+		if err != nil {
+			return all // Prune reports it
+		}
+		gk := gvk.GroupKind()
+		declared[gk]++
+		if id, err := r.applier.identityOf(n.obj, owner); err != nil || r.known.unseenWrite(id) {
+			unseen[gk] = true
+		}
+	}
+	var out []client.Object
+	for _, t := range all {
+		gvk, err := apiutil.GVKForObject(t, r.scheme)
+		if err != nil || unseen[gvk.GroupKind()] || r.counts.mayHoldUndeclared(owner.GetUID(), gvk.GroupKind(), declared[gvk.GroupKind()]) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // mergeTypes appends the types of more that a does not hold yet.
