@@ -145,6 +145,9 @@ type Applier struct {
 	protos sync.Map
 	// guard, when set (a sharded Reconciler), refuses DELETEs the member may no longer send.
 	guard func() error
+	// scopes holds, by GroupVersionKind, whether the kind is namespaced, as the client's REST mapper
+	// answered (a kind's scope never changes; a CRD's is immutable).
+	scopes sync.Map
 }
 
 // proto returns the shared empty object of obj's type (for unstructured objects, of its kind).
@@ -469,8 +472,17 @@ func (a *Applier) prepare(owner, obj client.Object, gvk schema.GroupVersionKind)
 // mapping for the kind (a fake client without RESTMapper) falls back to "namespaced when obj or
 // owner has a namespace".
 func (a *Applier) namespaced(obj, owner client.Object) (bool, error) {
+	gvk, gvkErr := apiutil.GVKForObject(obj, a.scheme)
+	if gvkErr == nil {
+		if ns, ok := a.scopes.Load(gvk); ok {
+			return ns.(bool), nil
+		}
+	}
 	ns, err := a.client.IsObjectNamespaced(obj)
 	if err == nil {
+		if gvkErr == nil {
+			a.scopes.Store(gvk, ns)
+		}
 		return ns, nil
 	}
 	if meta.IsNoMatchError(err) {
