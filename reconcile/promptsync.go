@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -41,6 +42,12 @@ func (m promptManager) GetCache() cache.Cache { return m.cache }
 type promptCache struct {
 	cache.Cache
 
+	// started is set once the wrapped cache starts (or from the beginning, for a Reconciler's sources,
+	// which start after the manager's caches): GetInformer blocks only then, as the wrapped cache does,
+	// so that setup code asking for an informer before the manager starts does not wait for a sync
+	// that cannot come.
+	started atomic.Bool
+
 	mu sync.Mutex
 	// handedOut holds the informers GetInformer returned, which WaitForCacheSync waits for.
 	handedOut []cache.Informer
@@ -57,15 +64,23 @@ func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newPromptCache(c), nil
+	return &promptCache{Cache: c}, nil
 }
 
-// newPromptCache wraps c, unless it is prompt already.
+// newPromptCache wraps c, the cache of a Reconciler's sources, unless it is prompt already.
 func newPromptCache(c cache.Cache) *promptCache {
 	if p, ok := c.(*promptCache); ok {
 		return p
 	}
-	return &promptCache{Cache: c}
+	p := &promptCache{Cache: c}
+	p.started.Store(true) // the sources start after the manager's caches
+	return p
+}
+
+// Start starts the wrapped cache; GetInformer blocks from then on.
+func (c *promptCache) Start(ctx context.Context) error {
+	c.started.Store(true)
+	return c.Cache.Start(ctx)
 }
 
 // IndexField adds the index to the wrapped cache, whose informer for obj WaitForCacheSync then waits for.
@@ -76,10 +91,9 @@ func (c *promptCache) IndexField(ctx context.Context, obj client.Object, field s
 	return c.Cache.IndexField(ctx, obj, field, extract)
 }
 
-// GetInformer returns the wrapped cache's informer for obj. Unless told not to block
-// (cache.BlockUntilSynced(false)), it returns once the informer has synced, or with an error when ctx
-// ends first. Unlike the wrapped cache it also waits when that cache has not started yet: the sources
-// that call it start after the caches.
+// GetInformer returns the wrapped cache's informer for obj. Once the cache has started, unless told
+// not to block (cache.BlockUntilSynced(false)), it returns once the informer has synced, or with an
+// error when ctx ends first.
 func (c *promptCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	var o cache.InformerGetOptions
 	for _, opt := range opts {
@@ -94,7 +108,7 @@ func (c *promptCache) GetInformer(ctx context.Context, obj client.Object, opts .
 		c.handedOut = append(c.handedOut, inf)
 	}
 	c.mu.Unlock()
-	if o.BlockUntilSynced == nil || *o.BlockUntilSynced {
+	if c.started.Load() && (o.BlockUntilSynced == nil || *o.BlockUntilSynced) {
 		if !toolscache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
 			return nil, fmt.Errorf("wait for the informer of %T to sync: %w", obj, context.Cause(ctx))
 		}

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 
@@ -70,6 +71,11 @@ type oneInformerCache struct {
 
 func (c *oneInformerCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
 	return c.inf, nil
+}
+
+func (c *oneInformerCache) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
 }
 
 func (c *oneInformerCache) IndexField(context.Context, client.Object, string, client.IndexerFunc) error {
@@ -234,5 +240,33 @@ func TestNewCacheIsPrompt(t *testing.T) {
 	}
 	if newPromptCache(c) != p {
 		t.Fatal("a Reconciler given a prompt cache wraps it again: it would not wait for the informers of its indexes")
+	}
+}
+
+// TestPromptCacheBlocksOnlyOnceStarted: the manager's prompt cache (NewCache) does not block a
+// GetInformer before the manager starts it (setup code asking for an informer would wait for a sync
+// that cannot come), and blocks until synced once it has started.
+func TestPromptCacheBlocksOnlyOnceStarted(t *testing.T) {
+	inner := &oneInformerCache{inf: newHeldInformer(t)}
+	c := &promptCache{Cache: inner} // as NewCache makes it
+	inf, err := c.GetInformer(t.Context(), &corev1.ConfigMap{})
+	if err != nil || inf.HasSynced() {
+		t.Fatalf("GetInformer before Start returned synced=%v, err=%v; want the unsynced informer at once", err == nil && inf.HasSynced(), err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	started := make(chan error, 1)
+	go func() { started <- c.Start(ctx) }()
+	for !c.started.Load() {
+		select {
+		case err := <-started:
+			t.Fatalf("Start returned %v before the cache counted as started", err)
+		default:
+		}
+		goruntime.Gosched()
+	}
+	close(inner.inf.release)
+	if inf, err = c.GetInformer(t.Context(), &corev1.ConfigMap{}); err != nil || !inf.HasSynced() {
+		t.Fatalf("GetInformer after Start returned synced=%v, err=%v; want it synced", err == nil && inf.HasSynced(), err)
 	}
 }
