@@ -10,9 +10,10 @@ import (
 
 // DelayWatches returns a copy of cfg whose watches deliver every event lag after the API server sent
 // it: a manager started with it (WithManagerConfig) has a cache that lags behind the API server by
-// lag, as a loaded informer does, while its reads and writes go through at once. Lists are not
-// delayed, so the cache still syncs. Run an invariant test with it as well as with a current cache:
-// code that takes the cache for the truth fails there.
+// lag, as a loaded informer does, while its reads and writes go through at once. Plain lists are not
+// delayed; an informer's first list that comes as watch events (client-go's watch-list, on by default
+// with Kubernetes 1.37) is, so the cache syncs lag late. Run an invariant test with it as well as with
+// a current cache: code that takes the cache for the truth fails there.
 //
 //	mgr := env.StartManager(t, setup, harness.WithManagerConfig(harness.DelayWatches(env.Config, 300*time.Millisecond)))
 func DelayWatches(cfg *rest.Config, lag time.Duration) *rest.Config {
