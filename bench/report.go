@@ -35,12 +35,17 @@ type Phase struct {
 	ReconcileSeconds float64 `json:"reconcileSeconds"`
 	// MeanLatencySeconds is the mean time per verb from sending a request to its response headers.
 	MeanLatencySeconds map[string]float64 `json:"meanLatencySeconds,omitempty"`
+	// DrainedSeconds is, for delete, the time from the start of the phase until the garbage
+	// collector had also deleted the ReplicaSets and Pods of the deleted Deployments (0 in the other
+	// phases).
+	DrainedSeconds float64 `json:"drainedSeconds,omitempty"`
 	// ServerCPUSeconds is the CPU time kube-apiserver, etcd and kube-controller-manager (by component
-	// name) used from the start of the phase until the manager went quiet: the load the phase put on
-	// the control plane, steadier than wall-clock time on a busy machine. The API server's includes
-	// the requests of the other components the phase set off (Deployments rolling out, the garbage
-	// collector), which are the same for every implementation. "manager process" is the bench
-	// process's own CPU time: the manager under measurement and the driver.
+	// name) used from the start of the phase until the manager went quiet and, for delete, the
+	// garbage collector had finished (DrainedSeconds): the load the phase put on the control plane,
+	// steadier than wall-clock time on a busy machine. The API server's includes the requests of the
+	// other components the phase set off (Deployments rolling out, the garbage collector), which are
+	// the same for every implementation. "manager process" is the bench process's own CPU time: the
+	// manager under measurement and the driver.
 	ServerCPUSeconds map[string]float64 `json:"serverCPUSeconds,omitempty"`
 }
 
@@ -231,6 +236,9 @@ func (r *Report) Rows() []Row {
 	for _, ph := range phases {
 		get := ph.get
 		add(ph.name+": "+ph.goal, "s", func(x Result) float64 { return get(x).Seconds })
+		if ph.name == "delete" && r.hasDrained() {
+			add(ph.name+": time until the garbage collector is done", "s", func(x Result) float64 { return get(x).DrainedSeconds })
+		}
 		add(ph.name+": requests", "per CR", func(x Result) float64 { return float64(get(x).Requests) / n })
 		for _, verb := range r.verbs(get) {
 			add(ph.name+": "+verb, "per CR", func(x Result) float64 { return float64(get(x).ByVerb[verb]) / n })
@@ -283,6 +291,17 @@ var cpuComponents = append(slices.Clone(serverComponents), processComponent)
 func (r *Report) hasServerCPU(get func(Result) Phase, comp string) bool {
 	for _, x := range r.Results {
 		if _, ok := get(x).ServerCPUSeconds[comp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hasDrained reports whether any implementation's delete phase says when the garbage collector was
+// done (reports written before the bench waited for it do not).
+func (r *Report) hasDrained() bool {
+	for _, x := range r.Results {
+		if x.Delete.DrainedSeconds > 0 {
 			return true
 		}
 	}

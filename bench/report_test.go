@@ -29,7 +29,7 @@ func sampleReport() *Report {
 					ServerCPUSeconds: map[string]float64{"kube-apiserver": 0.8, "etcd": 0.2}},
 				Restart: Phase{Seconds: 0.5, Requests: 4, ByVerb: map[string]int{"watch": 4}, Writes: map[string]int{}, Reconciles: 10},
 				Update:  Phase{Seconds: 1, Requests: 20, ByVerb: map[string]int{"patch": 20}, Writes: map[string]int{"patch deployments": 10, "patch welcomes/status": 10}, Reconciles: 20},
-				Delete:  Phase{Seconds: 1.5, Requests: 40, ByVerb: map[string]int{"delete": 30, "patch": 10}, Writes: map[string]int{"delete services": 10, "delete deployments": 10, "delete configmaps": 10, "patch welcomes": 10}, Reconciles: 40},
+				Delete:  Phase{Seconds: 1.5, DrainedSeconds: 2.5, Requests: 40, ByVerb: map[string]int{"delete": 30, "patch": 10}, Writes: map[string]int{"delete services": 10, "delete deployments": 10, "delete configmaps": 10, "patch welcomes": 10}, Reconciles: 40},
 				Memory:  Memory{HeapInuseBytes: 10 * 20 * 1024, HeapAllocBytes: 10 * 10 * 1024},
 			},
 			{
@@ -41,7 +41,7 @@ func sampleReport() *Report {
 					ServerCPUSeconds: map[string]float64{"kube-apiserver": 1.2, "etcd": 0.3}},
 				Restart: Phase{Seconds: 0.4, Requests: 34, ByVerb: map[string]int{"watch": 4, "update": 30}, Writes: map[string]int{"update welcomes/status": 30}, Reconciles: 10},
 				Update:  Phase{Seconds: 1, Requests: 90, ByVerb: map[string]int{"update": 90}, Writes: map[string]int{"update welcomes/status": 90}, Reconciles: 30},
-				Delete:  Phase{Seconds: 3, Requests: 0, ByVerb: map[string]int{}, Writes: map[string]int{}, Reconciles: 40},
+				Delete:  Phase{Seconds: 3, DrainedSeconds: 4, Requests: 0, ByVerb: map[string]int{}, Writes: map[string]int{}, Reconciles: 40},
 				Memory:  Memory{HeapInuseBytes: 10 * 40 * 1024, HeapAllocBytes: 10 * 30 * 1024},
 			},
 		},
@@ -116,6 +116,7 @@ Run 2026-07-01T12:00:00Z with go1.26.0. Command: ` + "`go run ./bench/cmd/bench 
 | update: reconciles (per CR) | 2 | 3 | 0.67 |
 | update: time in reconciles (ms per CR) | 0 | 0 | n/a |
 | delete: time until all children gone (s) | 1.50 | 3 | 0.50 |
+| delete: time until the garbage collector is done (s) | 2.50 | 4 | 0.62 |
 | delete: requests (per CR) | 4 | 0 | n/a |
 | delete: patch (per CR) | 1 | 0 | n/a |
 | delete: delete (per CR) | 3 | 0 | n/a |

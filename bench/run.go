@@ -199,7 +199,8 @@ func newConfig(opts []Option) (config, error) {
 //   - restart: the manager replaced by a fresh one (fresh cache), until every Welcome was reconciled;
 //   - update: spec.replicas set to 2 on every Welcome, until all are Ready again;
 //   - delete: every Welcome deleted, until no Welcome and no ConfigMap, Deployment or Service of one
-//     is left.
+//     is left; its CPU figures are read once the garbage collector has also deleted their ReplicaSets
+//     and Pods.
 //
 // Requests are counted until the manager has been quiet (no request, no reconcile) for the quiet
 // period. The driver's own requests go through an uncounted client. The measurements are repeated
@@ -440,7 +441,7 @@ func (r *run) restart(ctx context.Context) (Phase, error) {
 			return false, "", err
 		}
 		return n-base >= r.cfg.n, fmt.Sprintf("%d/%d reconciled", n-base, r.cfg.n), nil
-	})
+	}, nil)
 	return p, err
 }
 
@@ -480,7 +481,7 @@ func (r *run) delete(ctx context.Context) (Phase, error) {
 		return Phase{}, err
 	}
 	defer v.stop()
-	return r.measure(ctx, "delete", func() error {
+	return r.measureEvery(ctx, "delete", pollInterval, func() error {
 		return r.forEach(ctx, func(name string) error {
 			w := &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns}}
 			if err := r.env.Client.Delete(ctx, w); err != nil {
@@ -498,6 +499,12 @@ func (r *run) delete(ctx context.Context) (Phase, error) {
 			return false, "", err
 		}
 		return len(ws) == 0 && children == 0, fmt.Sprintf("%d welcomes and %d children left", len(ws), children), nil
+	}, func(ctx context.Context) (bool, string, error) {
+		n, err := v.cascade(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		return n == 0, fmt.Sprintf("%d ReplicaSets and Pods left", n), nil
 	})
 }
 
@@ -550,11 +557,14 @@ func conditionsOf(w *v1alpha1.Welcome) string {
 // (checked every pollInterval), then until the manager is quiet, and summarizes the requests recorded
 // meanwhile.
 func (r *run) measure(ctx context.Context, name string, act func() error, reached goal) (Phase, error) {
-	return r.measureEvery(ctx, name, pollInterval, act, reached)
+	return r.measureEvery(ctx, name, pollInterval, act, reached, nil)
 }
 
-// measureEvery is measure with the goal checked every interval.
-func (r *run) measureEvery(ctx context.Context, name string, every time.Duration, act func() error, reached goal) (Phase, error) {
+// measureEvery is measure with the goal checked every interval. A phase whose goal comes before the
+// cluster has finished the work it set off (the garbage collector deleting what the deleted children
+// owned) gives drained, the state where it has: the CPU figures are read only once it is reached, so
+// that they hold the whole of that work whenever the goal came.
+func (r *run) measureEvery(ctx context.Context, name string, every time.Duration, act func() error, reached, drained goal) (Phase, error) {
 	log := r.log.WithValues("phase", name)
 	r.counter.Reset()
 	r.latency.reset()
@@ -577,29 +587,19 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	log.Info("started", "after", since(start))
 
 	deadline := start.Add(r.cfg.phaseTimeout)
-	lastLog := time.Now()
-	err = pollEvery(ctx, every, func() (bool, error) {
-		if err := r.mgr.failed(); err != nil {
-			return false, err
-		}
-		done, state, err := reached(ctx)
-		if err != nil || done {
-			return done, err
-		}
-		if time.Now().After(deadline) {
-			return false, fmt.Errorf("goal not reached within %s: %s", r.cfg.phaseTimeout, state)
-		}
-		if time.Since(lastLog) >= 10*time.Second {
-			log.Info("waiting", "state", state, "after", since(start))
-			lastLog = time.Now()
-		}
-		return false, nil
-	})
-	if err != nil {
+	if err := r.waitFor(ctx, log, "goal", every, deadline, reached); err != nil {
 		return Phase{}, err
 	}
 	elapsed := time.Since(start)
 	log.Info("goal reached", "after", since(start))
+	var drainedAfter time.Duration
+	if drained != nil {
+		if err := r.waitFor(ctx, log, "drained", every, deadline, drained); err != nil {
+			return Phase{}, err
+		}
+		drainedAfter = time.Since(start)
+		log.Info("drained", "after", since(start))
+	}
 
 	last, err := r.settle(ctx, time.Now(), deadline)
 	if err != nil {
@@ -614,8 +614,34 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	p.ReconcileSeconds = recAfter.seconds - recBefore.seconds
 	p.MeanLatencySeconds = r.latency.means()
 	p.ServerCPUSeconds = cpuSince(cpuBefore, r.serverCPU())
+	if drained != nil {
+		p.DrainedSeconds = drainedAfter.Seconds()
+	}
 	log.Info("settled", "after", p.SettledSeconds, "requests", p.Requests, "writes", p.WriteCount(), "reconciles", p.Reconciles)
 	return p, nil
+}
+
+// waitFor checks g (what, in errors) every interval until it reports done, the manager fails or the
+// deadline passes, logging the state every 10 seconds.
+func (r *run) waitFor(ctx context.Context, log logr.Logger, what string, every time.Duration, deadline time.Time, g goal) error {
+	start, lastLog := time.Now(), time.Now()
+	return pollEvery(ctx, every, func() (bool, error) {
+		if err := r.mgr.failed(); err != nil {
+			return false, err
+		}
+		done, state, err := g(ctx)
+		if err != nil || done {
+			return done, err
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("%s not reached within %s: %s", what, r.cfg.phaseTimeout, state)
+		}
+		if time.Since(lastLog) >= 10*time.Second {
+			log.Info("waiting", "for", what, "state", state, "waited", since(start))
+			lastLog = time.Now()
+		}
+		return false, nil
+	})
 }
 
 // serverCPU reads the CPU time of the serverComponents and of this process (processComponent); a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,13 @@ var childKinds = []schema.GroupVersionKind{
 	{Version: "v1", Kind: "ConfigMap"},
 	{Group: "apps", Version: "v1", Kind: "Deployment"},
 	{Version: "v1", Kind: "Service"},
+}
+
+// cascadeKinds are the kinds the cluster makes from the Welcomes' Deployments, which the garbage
+// collector deletes after them.
+var cascadeKinds = []schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+	{Version: "v1", Kind: "Pod"},
 }
 
 // view is the bench driver's watch on one namespace: the Welcomes and the metadata of ConfigMaps,
@@ -51,7 +59,7 @@ func newView(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, ns s
 		return nil, errors.New("driver cache did not start")
 	}
 	objs := []client.Object{&v1alpha1.Welcome{}}
-	for _, gvk := range childKinds {
+	for _, gvk := range slices.Concat(childKinds, cascadeKinds) {
 		objs = append(objs, metadataObject(gvk))
 	}
 	for _, obj := range objs {
@@ -92,6 +100,21 @@ func (v *view) children(ctx context.Context) (int, error) {
 				n++
 			}
 		}
+	}
+	return n, nil
+}
+
+// cascade returns how many ReplicaSets and Pods the namespace still holds (every one of them comes
+// from a Welcome's Deployment: each implementation has a namespace of its own).
+func (v *view) cascade(ctx context.Context) (int, error) {
+	n := 0
+	for _, gvk := range cascadeKinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := v.cache.List(ctx, list, client.InNamespace(v.ns), client.UnsafeDisableDeepCopy); err != nil {
+			return 0, fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		n += len(list.Items)
 	}
 	return n, nil
 }
