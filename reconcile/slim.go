@@ -248,7 +248,7 @@ func appliedDigests(obj client.Object, gvk schema.GroupVersionKind) (string, err
 		if err := fields.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
 			return "", fmt.Errorf("managed fields of %s: %w", mf.Manager, err)
 		}
-		applied, ok := tv.ExtractItems(fields.Leaves()).AsValue().Unstructured().(map[string]any)
+		applied, ok := extractItems(tv, fields.Leaves()).(map[string]any)
 		if !ok {
 			continue
 		}
