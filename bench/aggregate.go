@@ -39,6 +39,7 @@ func medianPhase(ps []Phase) Phase {
 	return Phase{
 		Seconds:            medianOf(ps, func(p Phase) float64 { return p.Seconds }),
 		SettledSeconds:     medianOf(ps, func(p Phase) float64 { return p.SettledSeconds }),
+		DrainedSeconds:     medianOf(ps, func(p Phase) float64 { return p.DrainedSeconds }),
 		Requests:           medianInt(ps, func(p Phase) int { return p.Requests }),
 		ByVerb:             medianMap(ps, func(p Phase) map[string]int { return p.ByVerb }),
 		Writes:             medianMap(ps, func(p Phase) map[string]int { return p.Writes }),

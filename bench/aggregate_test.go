@@ -11,6 +11,7 @@ func TestMedian(t *testing.T) {
 		return Result{
 			Implementation: "convergo",
 			Converge:       Phase{Seconds: seconds, Requests: requests, ByVerb: map[string]int{"patch": requests}, Writes: writes, Reconciles: requests / 3},
+			Delete:         Phase{DrainedSeconds: seconds + 1},
 			Memory:         Memory{HeapInuseBytes: heap, HeapAllocBytes: heap / 2},
 		}
 	}
@@ -24,7 +25,7 @@ func TestMedian(t *testing.T) {
 			want: Result{Implementation: "convergo",
 				Converge: Phase{Seconds: 2, Requests: 9, ByVerb: map[string]int{"patch": 9}, Writes: map[string]int{"patch welcomes": 1}, Reconciles: 3},
 				Restart:  Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Update: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}},
-				Delete: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Memory: Memory{HeapInuseBytes: 100, HeapAllocBytes: 50}},
+				Delete: Phase{DrainedSeconds: 3, ByVerb: map[string]int{}, Writes: map[string]int{}}, Memory: Memory{HeapInuseBytes: 100, HeapAllocBytes: 50}},
 		},
 		"odd: the middle value of each figure, an outlier ignored": {
 			rounds: []Result{
@@ -35,7 +36,7 @@ func TestMedian(t *testing.T) {
 			want: Result{Implementation: "convergo",
 				Converge: Phase{Seconds: 3, Requests: 9, ByVerb: map[string]int{"patch": 9}, Writes: map[string]int{"patch welcomes": 1, "create events": 3}, Reconciles: 3},
 				Restart:  Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Update: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}},
-				Delete: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Memory: Memory{HeapInuseBytes: 200, HeapAllocBytes: 100}},
+				Delete: Phase{DrainedSeconds: 4, ByVerb: map[string]int{}, Writes: map[string]int{}}, Memory: Memory{HeapInuseBytes: 200, HeapAllocBytes: 100}},
 		},
 		"even: the mean of the two middle values, counts rounded": {
 			rounds: []Result{
@@ -45,7 +46,7 @@ func TestMedian(t *testing.T) {
 			want: Result{Implementation: "convergo",
 				Converge: Phase{Seconds: 2.5, Requests: 9, ByVerb: map[string]int{"patch": 9}, Writes: map[string]int{"patch welcomes": 1, "create events": 1}, Reconciles: 3},
 				Restart:  Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Update: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}},
-				Delete: Phase{ByVerb: map[string]int{}, Writes: map[string]int{}}, Memory: Memory{HeapInuseBytes: 200, HeapAllocBytes: 100}},
+				Delete: Phase{DrainedSeconds: 3.5, ByVerb: map[string]int{}, Writes: map[string]int{}}, Memory: Memory{HeapInuseBytes: 200, HeapAllocBytes: 100}},
 		},
 	}
 	for name, tc := range cases {
