@@ -82,6 +82,9 @@ func NewPatcher(c client.Client, opts ...Option) *Patcher {
 // On success obj is replaced by the server's answer (or by the fresh copy when the retry found nothing
 // left to write, in which case Patch returns false). Patch reports whether it wrote.
 func (p *Patcher) Patch(ctx context.Context, obj, before client.Object) (bool, error) {
+	if reflect.DeepEqual(obj, before) {
+		return false, nil // nothing changed, the status least of all: no conversion needed to see it
+	}
 	cur, err := statusMap(obj)
 	if err != nil {
 		return false, err
