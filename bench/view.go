@@ -88,33 +88,29 @@ func (v *view) welcomes(ctx context.Context) ([]v1alpha1.Welcome, error) {
 
 // children returns how many cached ConfigMaps, Deployments and Services are children of a Welcome.
 func (v *view) children(ctx context.Context) (int, error) {
+	return v.count(ctx, childKinds, isChild)
+}
+
+// cascade returns how many ReplicaSets and Pods the namespace still holds (every one of them comes
+// from a Welcome's Deployment: each implementation has a namespace of its own).
+func (v *view) cascade(ctx context.Context) (int, error) {
+	return v.count(ctx, cascadeKinds, func(metav1.Object) bool { return true })
+}
+
+// count returns how many cached objects of kinds in the namespace match.
+func (v *view) count(ctx context.Context, kinds []schema.GroupVersionKind, match func(metav1.Object) bool) (int, error) {
 	n := 0
-	for _, gvk := range childKinds {
+	for _, gvk := range kinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := v.cache.List(ctx, list, client.InNamespace(v.ns), client.UnsafeDisableDeepCopy); err != nil {
 			return 0, fmt.Errorf("list %s: %w", gvk.Kind, err)
 		}
 		for i := range list.Items {
-			if isChild(&list.Items[i]) {
+			if match(&list.Items[i]) {
 				n++
 			}
 		}
-	}
-	return n, nil
-}
-
-// cascade returns how many ReplicaSets and Pods the namespace still holds (every one of them comes
-// from a Welcome's Deployment: each implementation has a namespace of its own).
-func (v *view) cascade(ctx context.Context) (int, error) {
-	n := 0
-	for _, gvk := range cascadeKinds {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := v.cache.List(ctx, list, client.InNamespace(v.ns), client.UnsafeDisableDeepCopy); err != nil {
-			return 0, fmt.Errorf("list %s: %w", gvk.Kind, err)
-		}
-		n += len(list.Items)
 	}
 	return n, nil
 }
