@@ -51,8 +51,6 @@ type promptCache struct {
 	mu sync.Mutex
 	// handedOut holds the informers GetInformer returned, which WaitForCacheSync waits for.
 	handedOut []cache.Informer
-	// early counts the informers startEarly started, which WaitForCacheSync does not wait for.
-	early int
 }
 
 // NewCache builds the manager's cache (manager.Options.NewCache) with controller-runtime's cache.New,
@@ -122,40 +120,18 @@ func (c *promptCache) GetInformer(ctx context.Context, obj client.Object, opts .
 // returned any, it is the wrapped cache's check (of every informer it has, every 100 ms). It does not
 // wait for informers others asked the wrapped cache for: a source calls it after its own informer
 // synced, and its check of the whole cache would otherwise wait a tick for each informer the other
-// sources are still listing. Nor does it wait for the informers startEarly started.
+// sources are still listing.
 func (c *promptCache) WaitForCacheSync(ctx context.Context) bool {
 	c.mu.Lock()
 	checkers := make([]toolscache.DoneChecker, 0, len(c.handedOut))
 	for _, inf := range c.handedOut {
 		checkers = append(checkers, inf.HasSyncedChecker())
 	}
-	early := c.early
 	c.mu.Unlock()
 	if len(checkers) == 0 {
-		if early > 0 {
-			return true // only informers started early, which the sources wait for
-		}
 		return c.Cache.WaitForCacheSync(ctx)
 	}
 	return toolscache.WaitFor(ctx, "", checkers...)
-}
-
-// startEarly starts obj's informer with the cache, before the manager starts it, without making the
-// manager's start wait for it (WithInformersAtStart): the controller's sources wait for it, within
-// their CacheSyncTimeout, so that a kind the manager cannot list still fails the controller with an
-// error instead of holding the manager's start forever. It reports false, starting nothing, once the
-// cache has started or when the cache is not the manager's (newPromptCache's wrapper).
-func (c *promptCache) startEarly(ctx context.Context, obj client.Object) (bool, error) {
-	if c.started.Load() {
-		return false, nil
-	}
-	if _, err := c.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
-		return false, err
-	}
-	c.mu.Lock()
-	c.early++
-	c.mu.Unlock()
-	return true, nil
 }
 
 // promptInformer is an informer whose new event handlers, once it has synced, have been given every

@@ -6,7 +6,6 @@ import (
 	goruntime "runtime"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -269,53 +268,5 @@ func TestPromptCacheBlocksOnlyOnceStarted(t *testing.T) {
 	close(inner.inf.release)
 	if inf, err = c.GetInformer(t.Context(), &corev1.ConfigMap{}); err != nil || !inf.HasSynced() {
 		t.Fatalf("GetInformer after Start returned synced=%v, err=%v; want it synced", err == nil && inf.HasSynced(), err)
-	}
-}
-
-// TestPromptCacheStartEarly: an informer started early (WithInformersAtStart) does not hold the
-// manager's start, whose wait still covers the informers setup asked for (an index's); once the cache
-// has started, nothing is started early.
-func TestPromptCacheStartEarly(t *testing.T) {
-	tests := []struct {
-		name       string
-		started    bool
-		alsoIndex  bool
-		wantEarly  bool
-		wantSynced bool
-		// wantChecks: the wrapped cache's own sync checks.
-		wantChecks int32
-	}{
-		{name: "only early informers: the start does not wait for them", wantEarly: true, wantSynced: true},
-		{name: "an index's informer is still waited for", alsoIndex: true, wantEarly: true, wantSynced: false},
-		{name: "once started, nothing starts early", started: true, wantSynced: true, wantChecks: 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			inner := &oneInformerCache{inf: newHeldInformer(t)} // its list is never released
-			if tt.started {
-				inner.inf = newHeldInformer(t)
-				close(inner.inf.release)
-				if !toolscache.WaitForCacheSync(t.Context().Done(), inner.inf.HasSynced) {
-					t.Fatal("informer did not sync")
-				}
-			}
-			c := &promptCache{Cache: inner}
-			c.started.Store(tt.started)
-			early, err := c.startEarly(t.Context(), &corev1.ConfigMap{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tt.alsoIndex {
-				if err := c.IndexField(t.Context(), &corev1.ConfigMap{}, "x", func(client.Object) []string { return nil }); err != nil {
-					t.Fatal(err)
-				}
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-			defer cancel()
-			got := []any{early, c.WaitForCacheSync(ctx), inner.syncChecks.Load()}
-			if diff := cmp.Diff([]any{tt.wantEarly, tt.wantSynced, tt.wantChecks}, got); diff != "" {
-				t.Errorf("started early, WaitForCacheSync, checks of the wrapped cache (-want +got):\n%s", diff)
-			}
-		})
 	}
 }

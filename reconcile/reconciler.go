@@ -122,9 +122,6 @@ type reconcilerConfig struct {
 	shard                *sharding.Shard
 	// everyChildChange: every child update wakes the owner (WithEveryChildChange).
 	everyChildChange bool
-	// informersAtStart: the watched kinds' informers start with the manager's cache
-	// (WithInformersAtStart).
-	informersAtStart bool
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -281,8 +278,6 @@ type Reconciler[T Object] struct {
 	initErr      error
 	// shard is set by WithSharding.
 	shard *sharding.Shard
-	// informersAtStart is set by WithInformersAtStart.
-	informersAtStart bool
 	// known is the record of the Reconciler's own writes (to T and its children) the cache may not show
 	// yet; shared with the Applier.
 	known *knowledge
@@ -377,7 +372,6 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	}
 	base := mgr.GetClient()
 	r.shard = cfg.shard
-	r.informersAtStart = cfg.informersAtStart
 	if r.shard != nil {
 		base = r.shard.Client(base)
 	}
@@ -471,11 +465,6 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	}
 	if r.shard != nil {
 		b = b.WatchesRawSource(source.Channel(r.shard.Events(), &handler.EnqueueRequestForObject{}))
-	}
-	if r.informersAtStart {
-		if err := r.startInformers(context.Background()); err != nil {
-			return fmt.Errorf("set up controller %s: %w", r.name, err)
-		}
 	}
 	var rec ctrlreconcile.Reconciler = r
 	if r.observer != nil {

@@ -113,11 +113,6 @@ func run(ctx context.Context, f flags) error {
 		}
 		setupOpts = append(setupOpts, reconcile.WithSharding(shard))
 	}
-	if !f.leaderElect {
-		// Every replica is active: the children's informers list with the Welcomes' at start, not
-		// after them. (A standby replica would hold them too: not with --leader-elect.)
-		setupOpts = append(setupOpts, reconcile.WithInformersAtStart())
-	}
 	if err := controller.Setup(setupOpts...)(mgr); err != nil {
 		return fmt.Errorf("set up the welcome controller: %w", err)
 	}

@@ -40,14 +40,13 @@ const defaultImplementations = "convergo,expert,baseline"
 // implementations are the operators the bench knows, by name.
 var implementations = map[string]bench.Implementation{
 	"convergo": {
-		Name: "convergo", Setup: controller.Setup(reconcile.WithInformersAtStart()), Cache: controller.CacheOptions, NewCache: reconcile.NewCache,
+		Name: "convergo", Setup: controller.SetupWithManager, Cache: controller.CacheOptions, NewCache: reconcile.NewCache,
 		Install: installFinalizerPolicy,
 		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles), "+
 			"its main's cache options (controller.CacheOptions: no managedFields; of the child kinds only Convergo children, "+
 			"cached slim: metadata, status, scalars and a digest of what it applied; repeated strings shared), "+
 			"its config/admission policy (the API server adds the finalizer to new Welcomes; bound to the bench namespace), "+
-			"its main's cache constructor (reconcile.NewCache: waits for informers to sync end when they report it, not at the next 100-ms check), "+
-			"its main's reconciler options without --leader-elect (reconcile.WithInformersAtStart: the children's informers list with the Welcomes', not after them)",
+			"its main's cache constructor (reconcile.NewCache: waits for informers to sync end when they report it, not at the next 100-ms check)",
 			controller.DefaultMaxConcurrentReconciles),
 	},
 	"expert": {
