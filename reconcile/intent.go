@@ -478,7 +478,53 @@ func encodeStruct(v reflect.Value, path string) (any, bool, error) {
 }
 
 func encodeFields(v reflect.Value, path string, out map[string]any) error {
-	t := v.Type()
+	for _, f := range structFieldsOf(v.Type()) {
+		fv := v.Field(f.index)
+		if f.viaPointer {
+			if fv.IsNil() {
+				continue
+			}
+			fv = fv.Elem()
+		}
+		if f.inline {
+			if err := encodeFields(fv, path, out); err != nil {
+				return err
+			}
+			continue
+		}
+		enc, keep, err := encodeValue(fv, f.omitEmpty, path+"."+f.name)
+		if err != nil {
+			return err
+		}
+		if keep {
+			out[f.name] = enc
+		}
+	}
+	return nil
+}
+
+// structField is what encodeFields needs of a struct field, read from its type and JSON tag once per
+// struct type (reading tags for every field of every intent was a third of Intent's time).
+type structField struct {
+	index int
+	// name is the JSON name; omitEmpty its omitempty or omitzero option.
+	name      string
+	omitEmpty bool
+	// inline: the field's own fields are the struct's (embedded or ",inline", a struct without its own
+	// JSON encoding); viaPointer: the field is an inlined pointer, nil meaning not set.
+	inline, viaPointer bool
+}
+
+// structFieldsByType holds the encoded fields of every struct type asked about (reflect.Type to
+// []structField).
+var structFieldsByType sync.Map
+
+// structFieldsOf returns the fields of struct type t that encodeFields encodes, in order.
+func structFieldsOf(t reflect.Type) []structField {
+	if fs, ok := structFieldsByType.Load(t); ok {
+		return fs.([]structField)
+	}
+	var fs []structField
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -490,34 +536,26 @@ func encodeFields(v reflect.Value, path string, out map[string]any) error {
 		if !f.IsExported() && !(f.Anonymous && inline) {
 			continue
 		}
-		fv := v.Field(i)
+		sf := structField{index: i}
 		if inline {
 			ft := f.Type
 			if ft.Kind() == reflect.Pointer {
-				if fv.IsNil() {
-					continue
-				}
-				fv, ft = fv.Elem(), ft.Elem()
+				sf.viaPointer, ft = true, ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct && !implementsMarshaler(ft) {
-				if err := encodeFields(fv, path, out); err != nil {
-					return err
-				}
+				sf.inline = true
+				fs = append(fs, sf)
 				continue
 			}
 		}
 		if name == "" {
 			name = f.Name
 		}
-		enc, keep, err := encodeValue(fv, hasOption(opts, "omitempty") || hasOption(opts, "omitzero"), path+"."+name)
-		if err != nil {
-			return err
-		}
-		if keep {
-			out[name] = enc
-		}
+		sf.name, sf.omitEmpty = name, hasOption(opts, "omitempty") || hasOption(opts, "omitzero")
+		fs = append(fs, sf)
 	}
-	return nil
+	structFieldsByType.Store(t, fs)
+	return fs
 }
 
 func implementsMarshaler(t reflect.Type) bool {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -443,4 +444,55 @@ func changeLeaf(v any) bool {
 		}
 	}
 	return false
+}
+
+// Types for TestEncodeStructFields: every way encodeFields treats a struct field.
+type encEmbedded struct {
+	A string `json:"a,omitempty"`
+}
+
+type encStamp struct{ s string }
+
+func (e encStamp) MarshalJSON() ([]byte, error) { return []byte(`"stamp-` + e.s + `"`), nil }
+
+type encFields struct {
+	encEmbedded                  // embedded: its fields are ours
+	*encPointed `json:",inline"` // inlined through a pointer: nothing when nil
+	Stamp       *encStamp        `json:",inline"` // inline, but with its own encoding: a field
+	Skipped     string           `json:"-"`
+	hidden      string
+	NoTag       int
+	Zero        int    `json:"zero,omitempty"`
+	Kept        int    `json:"kept"`
+	Empty       string `json:"empty,omitzero"`
+}
+
+type encPointed struct {
+	B string `json:"b"`
+}
+
+// TestEncodeStructFields: embedded and inlined structs (through a pointer too), a field inlined that
+// has its own encoding, skipped, unexported, untagged and omitempty fields.
+func TestEncodeStructFields(t *testing.T) {
+	tests := []struct {
+		name string
+		in   encFields
+		want any
+	}{
+		{name: "nil inlined pointers", in: encFields{encEmbedded: encEmbedded{A: "a"}, Skipped: "x", hidden: "y", NoTag: 1},
+			want: map[string]any{"a": "a", "NoTag": int64(1), "kept": int64(0)}},
+		{name: "inlined pointers set", in: encFields{encPointed: &encPointed{B: "b"}, Stamp: &encStamp{s: "1"}, Zero: 2, Empty: "e"},
+			want: map[string]any{"b": "b", "Stamp": "stamp-1", "NoTag": int64(0), "zero": int64(2), "kept": int64(0), "empty": "e"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := encodeStruct(reflect.ValueOf(tt.in), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("encodeStruct (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
