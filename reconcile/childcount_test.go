@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-
 	"testing"
 
 	"github.com/google/go-cmp/cmp"

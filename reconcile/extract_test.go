@@ -99,7 +99,7 @@ func TestExtractItemsIsStructuredMergeDiffs(t *testing.T) {
 			fieldpath.MakePathOrDie("spec", "template", "spec", "containers", fieldpath.KeyByFields("name", "nope"), "image"),
 			fieldpath.MakePathOrDie("spec", "template", "spec", "containers", fieldpath.KeyByFields("name", "web"), "ports",
 				fieldpath.KeyByFields("containerPort", 8080, "protocol", "TCP"), "name"),
-			fieldpath.MakePathOrDie("metadata", "finalizers", _V("a.example.com/x")),
+			fieldpath.MakePathOrDie("metadata", "finalizers", value.NewValueInterface("a.example.com/x")),
 		}},
 		{"service", richService(), &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Annotations: map[string]string{"x": "y"}},
@@ -150,10 +150,6 @@ func TestExtractItemsIsStructuredMergeDiffs(t *testing.T) {
 			}
 		})
 	}
-}
-
-func _V(v any) fieldpath.PathElement {
-	return fieldpath.PathElement{Value: ptr.To(value.NewValueInterface(v))}
 }
 
 func gvkOf(t *testing.T, obj client.Object) schema.GroupVersionKind {
