@@ -32,6 +32,7 @@ func Median(rounds []Result) Result {
 			ForeignBytes:   medianOf(rounds, func(r Result) float64 { return r.Memory.ForeignBytes }),
 			ForeignObjects: rounds[0].Memory.ForeignObjects,
 		},
+		IdleCPUPerSecond: medianFloatMap(rounds, func(r Result) map[string]float64 { return r.IdleCPUPerSecond }),
 	}
 }
 
@@ -47,6 +48,9 @@ func medianPhase(ps []Phase) Phase {
 		ReconcileSeconds:   medianOf(ps, func(p Phase) float64 { return p.ReconcileSeconds }),
 		MeanLatencySeconds: medianFloatMap(ps, func(p Phase) map[string]float64 { return p.MeanLatencySeconds }),
 		ServerCPUSeconds:   medianFloatMap(ps, func(p Phase) map[string]float64 { return p.ServerCPUSeconds }),
+		ServerCPUAboveIdleSeconds: medianFloatMap(ps, func(p Phase) map[string]float64 {
+			return p.ServerCPUAboveIdleSeconds
+		}),
 	}
 }
 

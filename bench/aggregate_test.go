@@ -57,3 +57,20 @@ func TestMedian(t *testing.T) {
 		})
 	}
 }
+
+func TestMedianIdleCPU(t *testing.T) {
+	round := func(idle, above float64) Result {
+		return Result{
+			Implementation:   "expert",
+			IdleCPUPerSecond: map[string]float64{"kube-apiserver": idle},
+			Converge:         Phase{ServerCPUAboveIdleSeconds: map[string]float64{"kube-apiserver": above}},
+		}
+	}
+	got := Median([]Result{round(0.1, 5), round(0.3, 2), round(0.2, 9)})
+	if diff := cmp.Diff(map[string]float64{"kube-apiserver": 0.2}, got.IdleCPUPerSecond); diff != "" {
+		t.Errorf("idle CPU (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{"kube-apiserver": 5}, got.Converge.ServerCPUAboveIdleSeconds); diff != "" {
+		t.Errorf("converge CPU above idle (-want +got):\n%s", diff)
+	}
+}

@@ -47,6 +47,10 @@ type Phase struct {
 	// the same for every implementation. "manager process" is the bench process's own CPU time: the
 	// manager under measurement and the driver.
 	ServerCPUSeconds map[string]float64 `json:"serverCPUSeconds,omitempty"`
+	// ServerCPUAboveIdleSeconds is, per component of ServerCPUSeconds, its CPU time beyond what the
+	// component uses idle (Result.IdleCPUPerSecond) over a window as long as the phase's: the work of
+	// the phase without the background, which would otherwise weigh more in a longer phase.
+	ServerCPUAboveIdleSeconds map[string]float64 `json:"serverCPUAboveIdleSeconds,omitempty"`
 }
 
 // WriteCount returns the number of write requests.
@@ -111,6 +115,10 @@ type Result struct {
 	Delete Phase `json:"delete"`
 	// Memory is measured after convergence.
 	Memory Memory `json:"memory"`
+	// IdleCPUPerSecond is the CPU seconds per second each component (see ServerCPUSeconds) used while
+	// nothing happened, before the converge phase: the manager started and quiet, no object of the
+	// implementation's left.
+	IdleCPUPerSecond map[string]float64 `json:"idleCPUPerSecond,omitempty"`
 }
 
 // Report is the outcome of a bench run.
@@ -127,6 +135,10 @@ type Report struct {
 	GoVersion string `json:"goVersion"`
 	// Command is the command line that produced the report.
 	Command string `json:"command,omitempty"`
+	// WithoutRollout is set when the cluster ran without the controllers that act on the children (see
+	// WithoutRollout): the converge and update phases end when every Welcome's status is written for
+	// its generation, not when it is Ready.
+	WithoutRollout bool `json:"withoutRollout,omitempty"`
 	// Results holds one entry per implementation, in the order given to Run, each figure the median
 	// over the rounds.
 	Results []Result `json:"results"`
@@ -224,13 +236,17 @@ func (r *Report) Rows() []Row {
 		}
 		rows = append(rows, row)
 	}
+	readyGoal := "time until all Ready"
+	if r.WithoutRollout {
+		readyGoal = "time until all status written"
+	}
 	phases := []struct {
 		name, goal string
 		get        func(Result) Phase
 	}{
-		{"converge", "time until all Ready", func(x Result) Phase { return x.Converge }},
+		{"converge", readyGoal, func(x Result) Phase { return x.Converge }},
 		{"restart", "time until all reconciled", func(x Result) Phase { return x.Restart }},
-		{"update", "time until all Ready", func(x Result) Phase { return x.Update }},
+		{"update", readyGoal, func(x Result) Phase { return x.Update }},
 		{"delete", "time until all children gone", func(x Result) Phase { return x.Delete }},
 	}
 	for _, ph := range phases {
@@ -256,6 +272,11 @@ func (r *Report) Rows() []Row {
 				add(ph.name+": "+comp+" CPU", "ms per CR", func(x Result) float64 { return get(x).ServerCPUSeconds[comp] * 1000 / n })
 			}
 		}
+		if r.hasAboveIdle(get) {
+			add(ph.name+": "+aboveIdleComponent+" CPU above idle", "ms per CR", func(x Result) float64 {
+				return get(x).ServerCPUAboveIdleSeconds[aboveIdleComponent] * 1000 / n
+			})
+		}
 		if ph.name == "converge" {
 			for _, verb := range r.verbs(get) {
 				if verb == "watch" {
@@ -267,6 +288,9 @@ func (r *Report) Rows() []Row {
 				add(ph.name+": mean "+w+" latency", "ms", func(x Result) float64 { return get(x).MeanLatencySeconds[w] * 1000 })
 			}
 		}
+	}
+	if r.hasIdle() {
+		add("idle: "+aboveIdleComponent+" CPU", "ms per s", func(x Result) float64 { return x.IdleCPUPerSecond[aboveIdleComponent] * 1000 })
 	}
 	add("memory: heap in use", "KiB per CR", func(x Result) float64 { return float64(x.Memory.HeapInuseBytes) / 1024 / n })
 	add("memory: live heap", "KiB per CR", func(x Result) float64 { return float64(x.Memory.HeapAllocBytes) / 1024 / n })
@@ -291,6 +315,30 @@ var cpuComponents = append(slices.Clone(serverComponents), processComponent)
 func (r *Report) hasServerCPU(get func(Result) Phase, comp string) bool {
 	for _, x := range r.Results {
 		if _, ok := get(x).ServerCPUSeconds[comp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// aboveIdleComponent is the component whose CPU above idle the report shows: the API server, the
+// figure of issue #18's targets.
+const aboveIdleComponent = "kube-apiserver"
+
+// hasAboveIdle reports whether any implementation has the API server's CPU above idle for a phase.
+func (r *Report) hasAboveIdle(get func(Result) Phase) bool {
+	for _, x := range r.Results {
+		if _, ok := get(x).ServerCPUAboveIdleSeconds[aboveIdleComponent]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hasIdle reports whether any implementation has the API server's idle CPU.
+func (r *Report) hasIdle() bool {
+	for _, x := range r.Results {
+		if _, ok := x.IdleCPUPerSecond[aboveIdleComponent]; ok {
 			return true
 		}
 	}
@@ -390,6 +438,12 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, " Each figure is the median of %d rounds (the order of the implementations alternates).", r.Rounds)
 	}
 	b.WriteString(" Requests are the manager's own, counted client side; \"per CR\" divides by N.\n\n")
+	if r.WithoutRollout {
+		fmt.Fprintf(&b, "Without rollout: kube-controller-manager ran without %s (the garbage collector ran), so no Deployment "+
+			"rolled out and no EndpointSlice was written; the figures are the managers' own requests and what they cost the "+
+			"API server. Converge and update end when every Welcome has its three children and a Ready condition for its "+
+			"generation; the targets, which are about a rollout, are not judged.\n\n", strings.Join(rolloutControllers, ", "))
+	}
 	described := false
 	for _, res := range r.Results {
 		if res.Description != "" {
@@ -422,7 +476,7 @@ func (r *Report) Markdown() string {
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
-	if t := r.targets() + r.expertTargets(); t != "" {
+	if t := r.targets() + r.expertTargets(); t != "" && !r.WithoutRollout {
 		b.WriteString("\n## Targets\n\n")
 		b.WriteString(t)
 	}

@@ -598,3 +598,69 @@ func TestExpertTargets(t *testing.T) {
 		t.Errorf("targets against the expert without an expert run:\n%s", md)
 	}
 }
+
+func TestMarkdownWithoutRollout(t *testing.T) {
+	cases := map[string]struct {
+		withoutRollout bool
+		want, notWant  []string
+	}{
+		"with rollout": {
+			want:    []string{"| converge: time until all Ready (s) |", "| update: time until all Ready (s) |", "## Targets"},
+			notWant: []string{"Without rollout", "status written"},
+		},
+		"without rollout": {
+			withoutRollout: true,
+			want: []string{
+				"Without rollout: kube-controller-manager ran without deployment-controller, replicaset-controller,",
+				"| converge: time until all status written (s) |", "| update: time until all status written (s) |",
+				"| restart: time until all reconciled (s) |",
+			},
+			notWant: []string{"## Targets", "time until all Ready"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := reportOf("convergo", "expert", "baseline")
+			r.WithoutRollout = tc.withoutRollout
+			md := r.Markdown()
+			for _, s := range tc.want {
+				if !strings.Contains(md, s) {
+					t.Errorf("markdown lacks %q:\n%s", s, md)
+				}
+			}
+			for _, s := range tc.notWant {
+				if strings.Contains(md, s) {
+					t.Errorf("markdown has %q:\n%s", s, md)
+				}
+			}
+		})
+	}
+}
+
+func TestRowsAboveIdle(t *testing.T) {
+	r := reportOf("convergo", "expert")
+	r.Results[0].IdleCPUPerSecond = map[string]float64{"kube-apiserver": 0.05}
+	r.Results[1].IdleCPUPerSecond = map[string]float64{"kube-apiserver": 0.04}
+	r.Results[0].Converge.ServerCPUAboveIdleSeconds = map[string]float64{"kube-apiserver": 0.3}
+	r.Results[1].Converge.ServerCPUAboveIdleSeconds = map[string]float64{"kube-apiserver": 0.6}
+	got := map[string]Row{}
+	for _, row := range r.Rows() {
+		got[row.Metric] = row
+	}
+	for metric, want := range map[string]map[string]float64{
+		"converge: kube-apiserver CPU above idle": {"convergo": 30, "expert": 60}, // ms per CR, N=10
+		"idle: kube-apiserver CPU":                {"convergo": 50, "expert": 40}, // ms per s
+	} {
+		row, ok := got[metric]
+		if !ok {
+			t.Errorf("no row %q", metric)
+			continue
+		}
+		if diff := cmp.Diff(want, row.Values); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", metric, diff)
+		}
+	}
+	if _, ok := got["update: kube-apiserver CPU above idle"]; ok {
+		t.Errorf("a row above idle for update, which has no such figure")
+	}
+}

@@ -19,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -60,6 +61,9 @@ const (
 	MaxN                = 2000
 	DefaultPhaseTimeout = 10 * time.Minute
 	DefaultQuietPeriod  = 3 * time.Second
+	// DefaultIdleWindow is how long the bench reads the control plane's idle CPU before each converge
+	// phase.
+	DefaultIdleWindow = 10 * time.Second
 	// DefaultRounds is even, so that each implementation is measured first as often as the other.
 	DefaultRounds = 4
 	// DefaultWorkers is how many concurrent requests the driver makes to create, update or delete.
@@ -94,7 +98,34 @@ type config struct {
 	replicasAfter int32
 	heapProfiles  string
 	cpuProfiles   string
+	noRollout     bool
+	idleWindow    time.Duration
 }
+
+// rolloutControllers are the controllers of kube-controller-manager that act on a Welcome's children:
+// WithoutRollout turns them off.
+var rolloutControllers = []string{
+	"deployment-controller", "replicaset-controller",
+	"endpointslice-controller", "endpoints-controller", "endpointslice-mirroring-controller",
+}
+
+// disabled returns kube-controller-manager's argument that turns off the controllers named, added
+// after its --controllers=* (a list flag given twice adds to the first).
+func disabled(controllers []string) string {
+	off := make([]string, len(controllers))
+	for i, c := range controllers {
+		off[i] = "-" + c
+	}
+	return "--controllers=" + strings.Join(off, ",")
+}
+
+// WithoutRollout measures what the managers' own requests cost the API server, without the work the
+// cluster does in answer to them: kube-controller-manager runs without the controllers that act on
+// the children (rolloutControllers; the garbage collector still runs), so no Deployment rolls out, no
+// pod is made and no EndpointSlice is written. A Welcome can then never be Ready: the converge and
+// update phases end when every Welcome has its three children and a Ready condition (of any status)
+// for its generation, and the warm-up waits for no Deployment to become available.
+func WithoutRollout() Option { return func(c *config) { c.noRollout = true } }
 
 // WithHeapProfiles writes a heap profile of the process (pprof format) into dir once each
 // implementation has converged, when the memory is measured: dir/<implementation>-r<round>.heap.
@@ -126,6 +157,10 @@ func WithPhaseTimeout(d time.Duration) Option { return func(c *config) { c.phase
 // WithQuietPeriod sets how long a manager must make no request and finish no reconcile before a
 // phase's requests are counted as complete (default DefaultQuietPeriod).
 func WithQuietPeriod(d time.Duration) Option { return func(c *config) { c.quiet = d } }
+
+// WithIdleWindow sets how long the control plane's idle CPU is read before each converge phase
+// (default DefaultIdleWindow; 0 reads none, and the report has no figures above idle).
+func WithIdleWindow(d time.Duration) Option { return func(c *config) { c.idleWindow = d } }
 
 // WithWorkers sets how many concurrent requests the driver makes (default DefaultWorkers).
 func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
@@ -162,6 +197,7 @@ func newConfig(opts []Option) (config, error) {
 		rounds:        DefaultRounds,
 		phaseTimeout:  DefaultPhaseTimeout,
 		quiet:         DefaultQuietPeriod,
+		idleWindow:    DefaultIdleWindow,
 		workers:       DefaultWorkers,
 		crdPaths:      []string{"examples/welcome/config/crd/bases"},
 		log:           logr.Discard(),
@@ -181,6 +217,8 @@ func newConfig(opts []Option) (config, error) {
 		return cfg, fmt.Errorf("nodes must not be negative, not %d", cfg.nodes)
 	case cfg.workers < 1:
 		return cfg, fmt.Errorf("workers must be at least 1, not %d", cfg.workers)
+	case cfg.idleWindow < 0:
+		return cfg, fmt.Errorf("idle window must not be negative, not %s", cfg.idleWindow)
 	}
 	if cfg.nodes == 0 {
 		cfg.nodes = NodesFor(cfg.n)
@@ -217,7 +255,11 @@ func Run(ctx context.Context, impls []Implementation, opts ...Option) (*Report, 
 	if cfg.heapProfiles != "" {
 		runtime.MemProfileRate = 512 // the default samples one allocation in 512 KiB: too coarse per object
 	}
-	report := &Report{N: cfg.n, Nodes: cfg.nodes, Rounds: cfg.rounds, Started: cfg.startedAt(), GoVersion: runtime.Version()}
+	report := &Report{N: cfg.n, Nodes: cfg.nodes, Rounds: cfg.rounds, Started: cfg.startedAt(), GoVersion: runtime.Version(),
+		WithoutRollout: cfg.noRollout}
+	if cfg.noRollout {
+		cfg.clusterOpts = append(cfg.clusterOpts, cluster.WithExtraArgs(cluster.ControllerManager, disabled(rolloutControllers)))
+	}
 
 	cfg.log.Info("starting the local cluster", "nodes", cfg.nodes)
 	hopts := append([]harness.Option{
@@ -237,7 +279,7 @@ func Run(ctx context.Context, impls []Implementation, opts ...Option) (*Report, 
 
 	begin := time.Now()
 	cfg.log.Info("warming up: a batch of Deployments made by hand, and the garbage collector knowing Welcomes", "batch", min(cfg.n, maxWarmUpBatch))
-	if err := warmUp(ctx, env, cfg.n, cfg.phaseTimeout); err != nil {
+	if err := warmUp(ctx, env, cfg.n, cfg.phaseTimeout, !cfg.noRollout); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	cfg.log.Info("warmed up", "after", since(begin))
@@ -278,6 +320,8 @@ type run struct {
 	mgr     *runningManager
 	log     logr.Logger
 	names   []string
+	// idle is the CPU seconds per second each component used while nothing happened (idleCPU).
+	idle map[string]float64
 }
 
 func runImplementation(ctx context.Context, env *harness.Env, impl Implementation, round int, cfg *config) (*Result, error) {
@@ -327,6 +371,10 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 		return nil, fmt.Errorf("prime: %w", err)
 	}
 	res := &Result{Implementation: impl.Name, Description: impl.Description, Round: round}
+	if r.idle, err = r.idleCPU(ctx); err != nil {
+		return nil, fmt.Errorf("idle: %w", err)
+	}
+	res.IdleCPUPerSecond = r.idle
 	r.counter.Reset()
 	heapBefore := heap()
 
@@ -380,9 +428,9 @@ func (r *run) prime(ctx context.Context) error {
 		if err := c.Get(ctx, key, w); err != nil {
 			return false, err
 		}
-		return isReady(w, 0), nil
+		return r.reached(w, 0), nil
 	}); err != nil {
-		return fmt.Errorf("wait until ready (last seen: %s): %w", conditionsOf(w), err)
+		return fmt.Errorf("wait until %s (last seen: %s): %w", r.goalName(), conditionsOf(w), err)
 	}
 	if err := c.Delete(ctx, w); err != nil {
 		return fmt.Errorf("delete welcome: %w", err)
@@ -512,8 +560,9 @@ func (r *run) delete(ctx context.Context) (Phase, error) {
 // timeout messages.
 type goal func(ctx context.Context) (done bool, state string, err error)
 
-// allReady returns the goal "every Welcome Ready", with minGeneration giving the generation each must
-// have reached (nil: any).
+// allReady returns the goal "every Welcome Ready" (without rollout: "every Welcome with a Ready
+// condition and its three children"; see WithoutRollout), with minGeneration giving the generation
+// each must have reached (nil: any).
 func (r *run) allReady(v *view, minGeneration func(name string) int64) goal {
 	return func(ctx context.Context) (bool, string, error) {
 		ws, err := v.welcomes(ctx)
@@ -527,18 +576,44 @@ func (r *run) allReady(v *view, minGeneration func(name string) int64) goal {
 			if minGeneration != nil {
 				minGen = minGeneration(ws[i].Name)
 			}
-			if isReady(&ws[i], minGen) {
+			if r.reached(&ws[i], minGen) {
 				ready++
 			} else if notReady == nil {
 				notReady = &ws[i]
 			}
 		}
-		state := fmt.Sprintf("%d/%d Ready", ready, r.cfg.n)
+		state := fmt.Sprintf("%d/%d %s", ready, r.cfg.n, r.goalName())
 		if notReady != nil {
 			state += fmt.Sprintf("; e.g. %s generation %d: %s", notReady.Name, notReady.Generation, conditionsOf(notReady))
 		}
-		return ready == r.cfg.n, state, nil
+		done := ready == r.cfg.n
+		if r.cfg.noRollout {
+			children, err := v.children(ctx)
+			if err != nil {
+				return false, "", err
+			}
+			state += fmt.Sprintf("; %d/%d children", children, len(childKinds)*r.cfg.n)
+			done = done && children == len(childKinds)*r.cfg.n
+		}
+		return done, state, nil
 	}
+}
+
+// reached reports whether w has reached the converge and update phases' goal for minGeneration:
+// Ready (isReady), or without rollout a Ready condition of any status (isObserved).
+func (r *run) reached(w *v1alpha1.Welcome, minGeneration int64) bool {
+	if r.cfg.noRollout {
+		return isObserved(w, minGeneration)
+	}
+	return isReady(w, minGeneration)
+}
+
+// goalName names what reached checks, for progress and error messages.
+func (r *run) goalName() string {
+	if r.cfg.noRollout {
+		return "with a Ready condition for their generation"
+	}
+	return "Ready"
 }
 
 func conditionsOf(w *v1alpha1.Welcome) string {
@@ -581,6 +656,7 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	}
 	cpuBefore := r.serverCPU()
 	start := time.Now()
+	windowStart := start
 	if err := act(); err != nil {
 		return Phase{}, err
 	}
@@ -614,6 +690,7 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	p.ReconcileSeconds = recAfter.seconds - recBefore.seconds
 	p.MeanLatencySeconds = r.latency.means()
 	p.ServerCPUSeconds = cpuSince(cpuBefore, r.serverCPU())
+	p.ServerCPUAboveIdleSeconds = aboveIdle(p.ServerCPUSeconds, r.idle, time.Since(windowStart))
 	if drained != nil {
 		p.DrainedSeconds = drainedAfter.Seconds()
 	}
@@ -659,6 +736,60 @@ func (r *run) serverCPU() map[string]time.Duration {
 	for _, comp := range serverComponents {
 		if d, err := c.CPUTime(cluster.Component(comp)); err == nil {
 			out[comp] = d
+		}
+	}
+	return out
+}
+
+// idleCPU waits until the manager is quiet and the cascade of the primer's deletion is over (no
+// ReplicaSet or Pod left in the namespace), then reads how much CPU each component uses per second
+// over the idle window while nothing happens: the control plane's background (leases, node
+// heartbeats, periodic resyncs) and the idle manager. nil when the window is 0.
+func (r *run) idleCPU(ctx context.Context) (map[string]float64, error) {
+	if r.cfg.idleWindow == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout)
+	defer cancel()
+	for _, list := range []client.ObjectList{&appsv1.ReplicaSetList{}, &corev1.PodList{}} {
+		if err := poll(ctx, func() (bool, error) {
+			if err := r.env.Client.List(ctx, list, client.InNamespace(r.ns)); err != nil {
+				return false, err
+			}
+			return meta.LenList(list) == 0, nil
+		}); err != nil {
+			return nil, fmt.Errorf("wait for the garbage collector to delete %T: %w", list, err)
+		}
+	}
+	if _, err := r.settle(ctx, time.Now(), time.Now().Add(r.cfg.phaseTimeout)); err != nil {
+		return nil, err
+	}
+	before, start := r.serverCPU(), time.Now()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(r.cfg.idleWindow):
+	}
+	used := cpuSince(before, r.serverCPU())
+	elapsed := time.Since(start).Seconds()
+	rate := make(map[string]float64, len(used))
+	for comp, sec := range used {
+		rate[comp] = sec / elapsed
+	}
+	r.log.Info("idle", "cpuPerSecond", rate)
+	return rate, nil
+}
+
+// aboveIdle returns, per component of used, the CPU seconds beyond what the component uses idle
+// (idle, per second) over a window of that length; nil without idle figures.
+func aboveIdle(used, idle map[string]float64, window time.Duration) map[string]float64 {
+	if idle == nil || used == nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for comp, sec := range used {
+		if rate, ok := idle[comp]; ok {
+			out[comp] = sec - rate*window.Seconds()
 		}
 	}
 	return out

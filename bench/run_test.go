@@ -41,6 +41,82 @@ func TestIsReady(t *testing.T) {
 	}
 }
 
+func TestIsObserved(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, observed int64) []metav1.Condition {
+		return []metav1.Condition{{Type: "Ready", Status: status, ObservedGeneration: observed}}
+	}
+	cases := map[string]struct {
+		generation    int64
+		conditions    []metav1.Condition
+		minGeneration int64
+		want          bool
+	}{
+		"not ready for the generation": {generation: 2, conditions: ready(metav1.ConditionFalse, 2), want: true},
+		"ready for the generation":     {generation: 2, conditions: ready(metav1.ConditionTrue, 2), want: true},
+		"written for an older one":     {generation: 2, conditions: ready(metav1.ConditionFalse, 1), want: false},
+		"no condition":                 {generation: 1, want: false},
+		"cache behind the driver":      {generation: 1, conditions: ready(metav1.ConditionFalse, 1), minGeneration: 2, want: false},
+		"other condition only": {generation: 1, want: false,
+			conditions: []metav1.Condition{{Type: "Reconciling", Status: metav1.ConditionTrue, ObservedGeneration: 1}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Generation: tc.generation}}
+			w.Status.Conditions = tc.conditions
+			if got := isObserved(w, tc.minGeneration); got != tc.want {
+				t.Errorf("isObserved = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	cases := map[string]struct {
+		controllers []string
+		want        string
+	}{
+		"one":     {controllers: []string{"deployment-controller"}, want: "--controllers=-deployment-controller"},
+		"several": {controllers: []string{"a", "b"}, want: "--controllers=-a,-b"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, disabled(tc.controllers)); diff != "" {
+				t.Errorf("disabled (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAboveIdle(t *testing.T) {
+	cases := map[string]struct {
+		used, idle map[string]float64
+		window     time.Duration
+		want       map[string]float64
+	}{
+		"no idle figures": {used: map[string]float64{"etcd": 2}, window: time.Second},
+		"no CPU figures":  {idle: map[string]float64{"etcd": 0.5}, window: time.Second},
+		"the idle rate over the window taken off, per component": {
+			used:   map[string]float64{"kube-apiserver": 3, "etcd": 1},
+			idle:   map[string]float64{"kube-apiserver": 0.25, "etcd": 0.125},
+			window: 4 * time.Second,
+			want:   map[string]float64{"kube-apiserver": 2, "etcd": 0.5},
+		},
+		"a component without an idle figure left out": {
+			used:   map[string]float64{"kube-apiserver": 3, "manager process": 1},
+			idle:   map[string]float64{"kube-apiserver": 0.5},
+			window: 2 * time.Second,
+			want:   map[string]float64{"kube-apiserver": 2},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, aboveIdle(tc.used, tc.idle, tc.window)); diff != "" {
+				t.Errorf("aboveIdle (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestIsChild(t *testing.T) {
 	cases := map[string]struct {
 		meta metav1.ObjectMeta

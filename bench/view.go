@@ -142,3 +142,13 @@ func isReady(w *v1alpha1.Welcome, minGeneration int64) bool {
 	c := meta.FindStatusCondition(w.Status.Conditions, "Ready")
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation
 }
+
+// isObserved reports whether w has a Ready condition, of any status, for its current generation, and
+// that generation is at least minGeneration: its operator has written the status of that generation.
+func isObserved(w *v1alpha1.Welcome, minGeneration int64) bool {
+	if w.Generation < minGeneration {
+		return false
+	}
+	c := meta.FindStatusCondition(w.Status.Conditions, "Ready")
+	return c != nil && c.ObservedGeneration == w.Generation
+}

@@ -29,8 +29,9 @@ const maxWarmUpBatch = 100
 // heaps of the control plane grow). warmUp therefore creates batch Welcomes (at most
 // maxWarmUpBatch), each owning a ConfigMap and a one-pod Deployment made by hand, waits until every
 // Deployment is available (the deployment controller, scheduler and kwok at work), deletes the
-// Welcomes and waits until the garbage collector has removed every child.
-func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Duration) error {
+// Welcomes and waits until the garbage collector has removed every child. Without rollout (a cluster
+// whose deployment controller is off, see WithoutRollout) it does not wait for the Deployments.
+func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Duration, rollout bool) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := env.Client
@@ -49,6 +50,9 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 		owners = append(owners, owner)
 	}
 	if err := poll(ctx, func() (bool, error) {
+		if !rollout {
+			return true, nil
+		}
 		var list appsv1.DeploymentList
 		if err := c.List(ctx, &list, client.InNamespace(ns.Name)); err != nil {
 			return false, err

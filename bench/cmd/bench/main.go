@@ -120,6 +120,7 @@ type flags struct {
 	cpuprofs string
 	heapprof string
 	name     string
+	noRoll   bool
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -141,6 +142,9 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the bench process (the managers under measurement and the driver) to this file")
 	fs.StringVar(&f.cpuprofs, "cpuprofiles", "", "write a CPU profile of the bench process per measured phase into this directory (<impl>-r<round>-<phase>.cpu); not with -cpuprofile")
 	fs.StringVar(&f.name, "name", "", "with -out: write <name>.md and <name>.json instead of <date>-n<N> (which a later run of the same day and size overwrites)")
+	fs.BoolVar(&f.noRoll, "without-rollout", false, "run kube-controller-manager without the controllers that act on the children (deployment, "+
+		"replicaset, endpointslice): measures the managers' own requests and what they cost the API server; converge and update end "+
+		"when every Welcome's status is written for its generation")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -208,7 +212,7 @@ func run(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	report, err := bench.Run(ctx, impls,
+	opts := []bench.Option{
 		bench.WithN(f.n),
 		bench.WithNodes(f.nodes),
 		bench.WithRounds(f.rounds),
@@ -220,7 +224,11 @@ func run(args []string) int {
 		bench.WithManagerLogger(managers),
 		bench.WithHeapProfiles(f.heapprof),
 		bench.WithCPUProfiles(f.cpuprofs),
-	)
+	}
+	if f.noRoll {
+		opts = append(opts, bench.WithoutRollout())
+	}
+	report, err := bench.Run(ctx, impls, opts...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		return 1
