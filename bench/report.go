@@ -135,6 +135,8 @@ type Report struct {
 	GoVersion string `json:"goVersion"`
 	// Command is the command line that produced the report.
 	Command string `json:"command,omitempty"`
+	// WarmUp is what the warm-up measured.
+	WarmUp WarmUp `json:"warmUp"`
 	// WithoutRollout is set when the cluster ran without the controllers that act on the children (see
 	// WithoutRollout): the converge and update phases end when every Welcome's status is written for
 	// its generation, not when it is Ready.
@@ -144,6 +146,17 @@ type Report struct {
 	Results []Result `json:"results"`
 	// Runs holds every measurement, in the order they ran.
 	Runs []Result `json:"runs,omitempty"`
+}
+
+// WarmUp is the bench's warm-up: Deployments (one pod each, with a ConfigMap beside each) created by
+// the driver at once, with no operator, before any implementation is measured.
+type WarmUp struct {
+	// Deployments is how many it created: N, at most 100.
+	Deployments int `json:"deployments"`
+	// AvailableSeconds is the time from the first create until all were available (0 without
+	// rollout): with Deployments equal to N, what the cluster alone takes to roll out the N
+	// Deployments of a converge phase, a floor for any operator's converge time.
+	AvailableSeconds float64 `json:"availableSeconds,omitempty"`
 }
 
 // Row is one line of the comparison: a metric with one value per implementation.
@@ -438,6 +451,14 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, " Each figure is the median of %d rounds (the order of the implementations alternates).", r.Rounds)
 	}
 	b.WriteString(" Requests are the manager's own, counted client side; \"per CR\" divides by N.\n\n")
+	if r.WarmUp.AvailableSeconds > 0 {
+		fmt.Fprintf(&b, "Warm-up: %d Deployments of one pod, each with a ConfigMap, created by the driver at once with no operator, were all "+
+			"available after %s s", r.WarmUp.Deployments, formatValue(r.WarmUp.AvailableSeconds))
+		if r.WarmUp.Deployments == r.N {
+			b.WriteString(" (the cluster's own part of a converge phase: a floor for any operator's converge time)")
+		}
+		b.WriteString(".\n\n")
+	}
 	if r.WithoutRollout {
 		fmt.Fprintf(&b, "Without rollout: kube-controller-manager ran without %s (the garbage collector ran), so no Deployment "+
 			"rolled out and no EndpointSlice was written; the figures are the managers' own requests and what they cost the "+

@@ -664,3 +664,38 @@ func TestRowsAboveIdle(t *testing.T) {
 		t.Errorf("a row above idle for update, which has no such figure")
 	}
 }
+
+func TestMarkdownWarmUp(t *testing.T) {
+	cases := map[string]struct {
+		warmUp        WarmUp
+		want, notWant []string
+	}{
+		"as many as N": {
+			warmUp: WarmUp{Deployments: 10, AvailableSeconds: 3.5},
+			want:   []string{"Warm-up: 10 Deployments of one pod", "available after 3.50 s (the cluster's own part of a converge phase"},
+		},
+		"fewer than N": {
+			warmUp:  WarmUp{Deployments: 5, AvailableSeconds: 3.5},
+			want:    []string{"Warm-up: 5 Deployments", "available after 3.50 s."},
+			notWant: []string{"a floor"},
+		},
+		"without rollout": {warmUp: WarmUp{Deployments: 10}, notWant: []string{"Warm-up"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := sampleReport()
+			r.WarmUp = tc.warmUp
+			md := r.Markdown()
+			for _, s := range tc.want {
+				if !strings.Contains(md, s) {
+					t.Errorf("markdown lacks %q:\n%s", s, md)
+				}
+			}
+			for _, s := range tc.notWant {
+				if strings.Contains(md, s) {
+					t.Errorf("markdown has %q:\n%s", s, md)
+				}
+			}
+		})
+	}
+}

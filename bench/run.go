@@ -279,10 +279,10 @@ func Run(ctx context.Context, impls []Implementation, opts ...Option) (*Report, 
 
 	begin := time.Now()
 	cfg.log.Info("warming up: a batch of Deployments made by hand, and the garbage collector knowing Welcomes", "batch", min(cfg.n, maxWarmUpBatch))
-	if err := warmUp(ctx, env, cfg.n, cfg.phaseTimeout, !cfg.noRollout); err != nil {
+	if report.WarmUp, err = warmUp(ctx, env, cfg.n, cfg.phaseTimeout, !cfg.noRollout); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	cfg.log.Info("warmed up", "after", since(begin))
+	cfg.log.Info("warmed up", "after", since(begin), "deployments", report.WarmUp.Deployments, "availableAfter", report.WarmUp.AvailableSeconds)
 
 	runs := map[string][]Result{}
 	for round := 1; round <= cfg.rounds; round++ {

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,23 +33,40 @@ const maxWarmUpBatch = 100
 // Deployment is available (the deployment controller, scheduler and kwok at work), deletes the
 // Welcomes and waits until the garbage collector has removed every child. Without rollout (a cluster
 // whose deployment controller is off, see WithoutRollout) it does not wait for the Deployments.
-func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Duration, rollout bool) error {
+//
+// It returns how many Deployments it made and how long after their creation began they were all
+// available (0 without rollout): what the cluster takes to roll out that many Deployments created at
+// once (16 at a time, as the driver's phases create), with no operator in between.
+func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Duration, rollout bool) (WarmUp, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := env.Client
 	batch = min(max(batch, 1), maxWarmUpBatch)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-warmup"}}
 	if err := c.Create(ctx, ns); err != nil {
-		return fmt.Errorf("warm up: create namespace: %w", err)
+		return WarmUp{}, fmt.Errorf("warm up: create namespace: %w", err)
 	}
+	res := WarmUp{Deployments: batch}
+	start := time.Now()
 	labels := map[string]string{"app.kubernetes.io/name": "warmup"}
-	var owners []*v1alpha1.Welcome
+	owners := make([]*v1alpha1.Welcome, batch)
+	errs := make([]error, batch)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(DefaultWorkers, batch) { // as many concurrent creates as the driver's phases make
+		wg.Go(func() {
+			for i := range next {
+				owners[i], errs[i] = warmUpObjects(ctx, env, ns.Name, fmt.Sprintf("warmup-%03d", i), labels)
+			}
+		})
+	}
 	for i := range batch {
-		owner, err := warmUpObjects(ctx, env, ns.Name, fmt.Sprintf("warmup-%03d", i), labels)
-		if err != nil {
-			return fmt.Errorf("warm up: %w", err)
-		}
-		owners = append(owners, owner)
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("warm up: %w", err)
 	}
 	if err := poll(ctx, func() (bool, error) {
 		if !rollout {
@@ -65,11 +84,14 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 		}
 		return available == batch, nil
 	}); err != nil {
-		return fmt.Errorf("warm up: wait for the deployments to be available: %w", err)
+		return res, fmt.Errorf("warm up: wait for the deployments to be available: %w", err)
+	}
+	if rollout {
+		res.AvailableSeconds = time.Since(start).Seconds()
 	}
 	for _, owner := range owners {
 		if err := c.Delete(ctx, owner); err != nil {
-			return fmt.Errorf("warm up: delete welcome %s: %w", owner.Name, err)
+			return res, fmt.Errorf("warm up: delete welcome %s: %w", owner.Name, err)
 		}
 	}
 	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}} {
@@ -79,13 +101,13 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 			}
 			return meta.LenList(list) == 0, nil
 		}); err != nil {
-			return fmt.Errorf("warm up: wait for the garbage collector to delete %T: %w", list, err)
+			return res, fmt.Errorf("warm up: wait for the garbage collector to delete %T: %w", list, err)
 		}
 	}
 	if err := c.Delete(ctx, ns); err != nil {
-		return fmt.Errorf("warm up: delete namespace: %w", err)
+		return res, fmt.Errorf("warm up: delete namespace: %w", err)
 	}
-	return nil
+	return res, nil
 }
 
 // warmUpObjects creates a Welcome and, owned by it, a ConfigMap and a one-pod Deployment.
