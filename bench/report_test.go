@@ -665,26 +665,29 @@ func TestRowsAboveIdle(t *testing.T) {
 	}
 }
 
-func TestMarkdownWarmUp(t *testing.T) {
+func TestMarkdownByHand(t *testing.T) {
 	cases := map[string]struct {
-		warmUp        WarmUp
+		warmUp        ByHand
+		floor         *ByHand
 		want, notWant []string
 	}{
-		"as many as N": {
-			warmUp: WarmUp{Deployments: 10, AvailableSeconds: 3.5},
-			want:   []string{"Warm-up: 10 Deployments of one pod", "available after 3.50 s (the cluster's own part of a converge phase"},
+		"warm-up only": {
+			warmUp:  ByHand{Deployments: 10, AvailableSeconds: 3.5},
+			want:    []string{"Warm-up, on the fresh cluster: 10 Deployments of one pod, each with a ConfigMap, created by the driver 16 at a time with no operator, were all available after 3.50 s."},
+			notWant: []string{"Floor"},
 		},
-		"fewer than N": {
-			warmUp:  WarmUp{Deployments: 5, AvailableSeconds: 3.5},
-			want:    []string{"Warm-up: 5 Deployments", "available after 3.50 s."},
-			notWant: []string{"a floor"},
+		"warm-up and floor": {
+			warmUp: ByHand{Deployments: 10, AvailableSeconds: 3.5},
+			floor:  &ByHand{Deployments: 10, AvailableSeconds: 2.25},
+			want: []string{"Warm-up, on the fresh cluster: 10", "Floor, on the warmed cluster before the first measurement: 10 Deployments created the same way " +
+				"were all available after 2.25 s: the cluster's own part of a converge phase of 10 Welcomes"},
 		},
-		"without rollout": {warmUp: WarmUp{Deployments: 10}, notWant: []string{"Warm-up"}},
+		"without rollout": {warmUp: ByHand{Deployments: 10}, floor: &ByHand{Deployments: 10}, notWant: []string{"Warm-up", "Floor"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := sampleReport()
-			r.WarmUp = tc.warmUp
+			r.WarmUp, r.Floor = tc.warmUp, tc.floor
 			md := r.Markdown()
 			for _, s := range tc.want {
 				if !strings.Contains(md, s) {

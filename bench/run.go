@@ -100,6 +100,7 @@ type config struct {
 	cpuProfiles   string
 	noRollout     bool
 	idleWindow    time.Duration
+	floor         bool
 }
 
 // rolloutControllers are the controllers of kube-controller-manager that act on a Welcome's children:
@@ -157,6 +158,12 @@ func WithPhaseTimeout(d time.Duration) Option { return func(c *config) { c.phase
 // WithQuietPeriod sets how long a manager must make no request and finish no reconcile before a
 // phase's requests are counted as complete (default DefaultQuietPeriod).
 func WithQuietPeriod(d time.Duration) Option { return func(c *config) { c.quiet = d } }
+
+// WithFloor has the bench, once warmed up and before the first measurement, roll out N Deployments
+// by hand as the warm-up does (each with a ConfigMap, created 16 at a time, no operator running) and
+// report when all were available (Report.Floor): the cluster's own part of a converge phase, which no
+// operator can shorten. Ignored WithoutRollout.
+func WithFloor() Option { return func(c *config) { c.floor = true } }
 
 // WithIdleWindow sets how long the control plane's idle CPU is read before each converge phase
 // (default DefaultIdleWindow; 0 reads none, and the report has no figures above idle).
@@ -283,6 +290,14 @@ func Run(ctx context.Context, impls []Implementation, opts ...Option) (*Report, 
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	cfg.log.Info("warmed up", "after", since(begin), "deployments", report.WarmUp.Deployments, "availableAfter", report.WarmUp.AvailableSeconds)
+	if cfg.floor && !cfg.noRollout {
+		floor, err := byHand(ctx, env, "bench-floor", cfg.n, cfg.phaseTimeout, true)
+		if err != nil {
+			return nil, fmt.Errorf("bench: floor: %w", err)
+		}
+		report.Floor = &floor
+		cfg.log.Info("floor", "deployments", floor.Deployments, "availableAfter", floor.AvailableSeconds)
+	}
 
 	runs := map[string][]Result{}
 	for round := 1; round <= cfg.rounds; round++ {

@@ -28,25 +28,36 @@ const maxWarmUpBatch = 100
 // CRD) only when it next syncs with discovery, every 30 seconds; until then it cannot tell whether a
 // child's owner is gone, which would slow down the first delete phase of an implementation that
 // relies on it. And the first burst of Deployments and pods is slower than the next ones (caches and
-// heaps of the control plane grow). warmUp therefore creates batch Welcomes (at most
-// maxWarmUpBatch), each owning a ConfigMap and a one-pod Deployment made by hand, waits until every
-// Deployment is available (the deployment controller, scheduler and kwok at work), deletes the
-// Welcomes and waits until the garbage collector has removed every child. Without rollout (a cluster
-// whose deployment controller is off, see WithoutRollout) it does not wait for the Deployments.
+// heaps of the control plane grow). warmUp therefore rolls out batch Deployments by hand (at most
+// maxWarmUpBatch; see byHand) in the namespace bench-warmup.
+func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Duration, rollout bool) (ByHand, error) {
+	res, err := byHand(ctx, env, "bench-warmup", min(max(batch, 1), maxWarmUpBatch), timeout, rollout)
+	if err != nil {
+		return res, fmt.Errorf("warm up: %w", err)
+	}
+	return res, nil
+}
+
+// byHand creates, in the new namespace ns, batch Welcomes each owning a ConfigMap and a one-pod
+// Deployment made by the driver (16 at a time, as the driver's phases create), with no operator
+// running; waits until every Deployment is available (the deployment controller, scheduler and kwok at
+// work); deletes the Welcomes and waits until the garbage collector has removed every child, ReplicaSet
+// and Pod, so that none of its work is left for the measurements. Without
+// rollout (a cluster whose deployment controller is off, see WithoutRollout) it does not wait for the
+// Deployments.
 //
 // It returns how many Deployments it made and how long after their creation began they were all
 // available (0 without rollout): what the cluster takes to roll out that many Deployments created at
-// once (16 at a time, as the driver's phases create), with no operator in between.
-func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Duration, rollout bool) (WarmUp, error) {
+// once, with no operator in between.
+func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, timeout time.Duration, rollout bool) (ByHand, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := env.Client
-	batch = min(max(batch, 1), maxWarmUpBatch)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-warmup"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if err := c.Create(ctx, ns); err != nil {
-		return WarmUp{}, fmt.Errorf("warm up: create namespace: %w", err)
+		return ByHand{}, fmt.Errorf("create namespace: %w", err)
 	}
-	res := WarmUp{Deployments: batch}
+	res := ByHand{Deployments: batch}
 	start := time.Now()
 	labels := map[string]string{"app.kubernetes.io/name": "warmup"}
 	owners := make([]*v1alpha1.Welcome, batch)
@@ -56,7 +67,7 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 	for range min(DefaultWorkers, batch) { // as many concurrent creates as the driver's phases make
 		wg.Go(func() {
 			for i := range next {
-				owners[i], errs[i] = warmUpObjects(ctx, env, ns.Name, fmt.Sprintf("warmup-%03d", i), labels)
+				owners[i], errs[i] = warmUpObjects(ctx, env, ns.Name, fmt.Sprintf("by-hand-%04d", i), labels)
 			}
 		})
 	}
@@ -66,7 +77,7 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 	close(next)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return res, fmt.Errorf("warm up: %w", err)
+		return res, err
 	}
 	if err := poll(ctx, func() (bool, error) {
 		if !rollout {
@@ -84,28 +95,28 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 		}
 		return available == batch, nil
 	}); err != nil {
-		return res, fmt.Errorf("warm up: wait for the deployments to be available: %w", err)
+		return res, fmt.Errorf("wait for the deployments to be available: %w", err)
 	}
 	if rollout {
 		res.AvailableSeconds = time.Since(start).Seconds()
 	}
 	for _, owner := range owners {
 		if err := c.Delete(ctx, owner); err != nil {
-			return res, fmt.Errorf("warm up: delete welcome %s: %w", owner.Name, err)
+			return res, fmt.Errorf("delete welcome %s: %w", owner.Name, err)
 		}
 	}
-	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}} {
+	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}} {
 		if err := poll(ctx, func() (bool, error) {
 			if err := c.List(ctx, list, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
 				return false, err
 			}
 			return meta.LenList(list) == 0, nil
 		}); err != nil {
-			return res, fmt.Errorf("warm up: wait for the garbage collector to delete %T: %w", list, err)
+			return res, fmt.Errorf("wait for the garbage collector to delete %T: %w", list, err)
 		}
 	}
 	if err := c.Delete(ctx, ns); err != nil {
-		return res, fmt.Errorf("warm up: delete namespace: %w", err)
+		return res, fmt.Errorf("delete namespace: %w", err)
 	}
 	return res, nil
 }

@@ -121,6 +121,7 @@ type flags struct {
 	heapprof string
 	name     string
 	noRoll   bool
+	floor    bool
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -145,6 +146,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.BoolVar(&f.noRoll, "without-rollout", false, "run kube-controller-manager without the controllers that act on the children (deployment, "+
 		"replicaset, endpointslice): measures the managers' own requests and what they cost the API server; converge and update end "+
 		"when every Welcome's status is written for its generation")
+	fs.BoolVar(&f.floor, "floor", false, "before the first measurement, roll out N Deployments by hand (no operator) and report when all were "+
+		"available: the cluster's own part of a converge phase")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -227,6 +230,9 @@ func run(args []string) int {
 	}
 	if f.noRoll {
 		opts = append(opts, bench.WithoutRollout())
+	}
+	if f.floor {
+		opts = append(opts, bench.WithFloor())
 	}
 	report, err := bench.Run(ctx, impls, opts...)
 	if err != nil {

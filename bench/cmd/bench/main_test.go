@@ -60,6 +60,10 @@ func TestParseFlags(t *testing.T) {
 			args: []string{"-without-rollout", "-n", "200"},
 			want: flags{n: 200, rounds: 4, noRoll: true},
 		},
+		"floor": {
+			args: []string{"-floor"},
+			want: flags{n: 50, rounds: 4, floor: true},
+		},
 		"two CPU profilers": {args: []string{"-cpuprofile", "a.cpu", "-cpuprofiles", "/tmp/prof"}, wantErr: true},
 		"stray argument":    {args: []string{"extra"}, wantErr: true},
 		"bad number":        {args: []string{"-n", "many"}, wantErr: true},
@@ -73,7 +77,7 @@ func TestParseFlags(t *testing.T) {
 			if err != nil {
 				return
 			}
-			got := flags{n: f.n, out: f.out, rounds: f.rounds, name: f.name, cpuprofs: f.cpuprofs, noRoll: f.noRoll}
+			got := flags{n: f.n, out: f.out, rounds: f.rounds, name: f.name, cpuprofs: f.cpuprofs, noRoll: f.noRoll, floor: f.floor}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(flags{})); diff != "" {
 				t.Errorf("flags (-want +got):\n%s", diff)
 			}
