@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -42,7 +43,7 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 // Deployment made by the driver (16 at a time, as the driver's phases create), with no operator
 // running; waits until every Deployment is available (the deployment controller, scheduler and kwok at
 // work); deletes the Welcomes and waits until the garbage collector has removed every child, ReplicaSet
-// and Pod, so that none of its work is left for the measurements. Without
+// and Pod, and until its namespace is gone, so that none of its work is left for the measurements. Without
 // rollout (a cluster whose deployment controller is off, see WithoutRollout) it does not wait for the
 // Deployments.
 //
@@ -117,6 +118,12 @@ func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, 
 	}
 	if err := c.Delete(ctx, ns); err != nil {
 		return res, fmt.Errorf("delete namespace: %w", err)
+	}
+	if err := poll(ctx, func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}); err != nil {
+		return res, fmt.Errorf("wait for namespace %s to be gone: %w", ns.Name, err)
 	}
 	return res, nil
 }
