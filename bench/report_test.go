@@ -622,17 +622,7 @@ func TestMarkdownWithoutRollout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := reportOf("convergo", "expert", "baseline")
 			r.WithoutRollout = tc.withoutRollout
-			md := r.Markdown()
-			for _, s := range tc.want {
-				if !strings.Contains(md, s) {
-					t.Errorf("markdown lacks %q:\n%s", s, md)
-				}
-			}
-			for _, s := range tc.notWant {
-				if strings.Contains(md, s) {
-					t.Errorf("markdown has %q:\n%s", s, md)
-				}
-			}
+			checkMarkdown(t, r.Markdown(), tc.want, tc.notWant)
 		})
 	}
 }
@@ -688,17 +678,22 @@ func TestMarkdownByHand(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := sampleReport()
 			r.WarmUp, r.Floor = tc.warmUp, tc.floor
-			md := r.Markdown()
-			for _, s := range tc.want {
-				if !strings.Contains(md, s) {
-					t.Errorf("markdown lacks %q:\n%s", s, md)
-				}
-			}
-			for _, s := range tc.notWant {
-				if strings.Contains(md, s) {
-					t.Errorf("markdown has %q:\n%s", s, md)
-				}
-			}
+			checkMarkdown(t, r.Markdown(), tc.want, tc.notWant)
 		})
+	}
+}
+
+// checkMarkdown fails t for each string of want that md lacks and each of notWant that it has.
+func checkMarkdown(t *testing.T, md string, want, notWant []string) {
+	t.Helper()
+	for _, s := range want {
+		if !strings.Contains(md, s) {
+			t.Errorf("markdown lacks %q:\n%s", s, md)
+		}
+	}
+	for _, s := range notWant {
+		if strings.Contains(md, s) {
+			t.Errorf("markdown has %q:\n%s", s, md)
+		}
 	}
 }

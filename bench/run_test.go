@@ -11,7 +11,9 @@ import (
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 )
 
-func TestIsReady(t *testing.T) {
+// TestIsReadyAndObserved covers the two goals of a Welcome: Ready for its generation (a full
+// cluster), and its status written for its generation (without rollout).
+func TestIsReadyAndObserved(t *testing.T) {
 	ready := func(status metav1.ConditionStatus, observed int64) []metav1.Condition {
 		return []metav1.Condition{{Type: "Ready", Status: status, ObservedGeneration: observed}}
 	}
@@ -19,52 +21,29 @@ func TestIsReady(t *testing.T) {
 		generation    int64
 		conditions    []metav1.Condition
 		minGeneration int64
-		want          bool
+		wantReady     bool
+		wantObserved  bool
 	}{
-		"ready for the generation":   {generation: 2, conditions: ready(metav1.ConditionTrue, 2), want: true},
-		"ready for an older one":     {generation: 2, conditions: ready(metav1.ConditionTrue, 1), want: false},
-		"not ready":                  {generation: 1, conditions: ready(metav1.ConditionFalse, 1), want: false},
-		"no condition":               {generation: 1, want: false},
-		"cache behind the driver":    {generation: 1, conditions: ready(metav1.ConditionTrue, 1), minGeneration: 2, want: false},
-		"at the driver's generation": {generation: 2, conditions: ready(metav1.ConditionTrue, 2), minGeneration: 2, want: true},
-		"other condition only": {generation: 1, want: false,
+		"ready for the generation":     {generation: 2, conditions: ready(metav1.ConditionTrue, 2), wantReady: true, wantObserved: true},
+		"ready for an older one":       {generation: 2, conditions: ready(metav1.ConditionTrue, 1)},
+		"not ready for the generation": {generation: 2, conditions: ready(metav1.ConditionFalse, 2), wantObserved: true},
+		"written for an older one":     {generation: 2, conditions: ready(metav1.ConditionFalse, 1)},
+		"no condition":                 {generation: 1},
+		"cache behind the driver":      {generation: 1, conditions: ready(metav1.ConditionTrue, 1), minGeneration: 2},
+		"at the driver's generation": {generation: 2, conditions: ready(metav1.ConditionTrue, 2), minGeneration: 2,
+			wantReady: true, wantObserved: true},
+		"other condition only": {generation: 1,
 			conditions: []metav1.Condition{{Type: "Reconciling", Status: metav1.ConditionTrue, ObservedGeneration: 1}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Generation: tc.generation}}
 			w.Status.Conditions = tc.conditions
-			if got := isReady(w, tc.minGeneration); got != tc.want {
-				t.Errorf("isReady = %v, want %v", got, tc.want)
+			if got := isReady(w, tc.minGeneration); got != tc.wantReady {
+				t.Errorf("isReady = %v, want %v", got, tc.wantReady)
 			}
-		})
-	}
-}
-
-func TestIsObserved(t *testing.T) {
-	ready := func(status metav1.ConditionStatus, observed int64) []metav1.Condition {
-		return []metav1.Condition{{Type: "Ready", Status: status, ObservedGeneration: observed}}
-	}
-	cases := map[string]struct {
-		generation    int64
-		conditions    []metav1.Condition
-		minGeneration int64
-		want          bool
-	}{
-		"not ready for the generation": {generation: 2, conditions: ready(metav1.ConditionFalse, 2), want: true},
-		"ready for the generation":     {generation: 2, conditions: ready(metav1.ConditionTrue, 2), want: true},
-		"written for an older one":     {generation: 2, conditions: ready(metav1.ConditionFalse, 1), want: false},
-		"no condition":                 {generation: 1, want: false},
-		"cache behind the driver":      {generation: 1, conditions: ready(metav1.ConditionFalse, 1), minGeneration: 2, want: false},
-		"other condition only": {generation: 1, want: false,
-			conditions: []metav1.Condition{{Type: "Reconciling", Status: metav1.ConditionTrue, ObservedGeneration: 1}}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			w := &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Generation: tc.generation}}
-			w.Status.Conditions = tc.conditions
-			if got := isObserved(w, tc.minGeneration); got != tc.want {
-				t.Errorf("isObserved = %v, want %v", got, tc.want)
+			if got := isObserved(w, tc.minGeneration); got != tc.wantObserved {
+				t.Errorf("isObserved = %v, want %v", got, tc.wantObserved)
 			}
 		})
 	}
