@@ -9,6 +9,8 @@
 //	go run ./bench/cmd/bench -n 2000 -out bench/results
 //	go run ./bench/cmd/bench -impl convergo,baseline # convergo/baseline ratios, as before the expert
 //	go run ./bench/cmd/bench -impl expert -json
+//	go run ./bench/cmd/bench -n 200 -floor            # also the cluster's own rollout of N Deployments
+//	go run ./bench/cmd/bench -n 200 -without-rollout  # only the managers' own requests
 //
 // For each implementation in turn it measures converge (N Welcomes created at once until all
 // Ready), memory, restart (a fresh manager until every Welcome was reconciled), update
@@ -16,7 +18,15 @@
 // the manager's API requests per verb client side; it does so -rounds times (default
 // bench.DefaultRounds, 4; the order of the implementations reversed every other round) and reports
 // the medians. The table goes to stdout (the JSON with -json); with -out both are also written to
-// <dir>/<date>-n<N>.md and .json. Progress goes to stderr.
+// <dir>/<date>-n<N>.md and .json. Progress goes to stderr. Before each converge phase it reads the
+// control plane's idle CPU, and every phase reports the API server's CPU above idle.
 //
-// Flags: -n, -rounds, -nodes, -impl, -json, -out, -timeout (per phase), -quiet, -workers, -crd, -v.
+// -floor first rolls out N Deployments by hand on the warmed cluster, with no operator, and reports
+// when all were available: the cluster's own part of a converge phase. -without-rollout runs
+// kube-controller-manager without the controllers that act on the children, so that the API server
+// serves only the managers' own requests (and the driver's); converge and update then end when every
+// Welcome's status is written for its generation.
+//
+// Flags: -n, -rounds, -nodes, -impl, -json, -out, -name, -timeout (per phase), -quiet, -workers, -crd,
+// -v, -floor, -without-rollout, -cpuprofile, -cpuprofiles, -heapprofiles.
 package main
