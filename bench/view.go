@@ -136,19 +136,24 @@ func isChild(obj metav1.Object) bool {
 // isReady reports whether w is Ready=True for its current generation, and that generation is at least
 // minGeneration (the one the driver's last write produced).
 func isReady(w *v1alpha1.Welcome, minGeneration int64) bool {
-	if w.Generation < minGeneration {
-		return false
-	}
-	c := meta.FindStatusCondition(w.Status.Conditions, "Ready")
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation
+	c := readyFor(w, minGeneration)
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // isObserved reports whether w has a Ready condition, of any status, for its current generation, and
 // that generation is at least minGeneration: its operator has written the status of that generation.
 func isObserved(w *v1alpha1.Welcome, minGeneration int64) bool {
+	return readyFor(w, minGeneration) != nil
+}
+
+// readyFor returns w's Ready condition when it is for w's current generation and that generation is
+// at least minGeneration; nil otherwise.
+func readyFor(w *v1alpha1.Welcome, minGeneration int64) *metav1.Condition {
 	if w.Generation < minGeneration {
-		return false
+		return nil
 	}
-	c := meta.FindStatusCondition(w.Status.Conditions, "Ready")
-	return c != nil && c.ObservedGeneration == w.Generation
+	if c := meta.FindStatusCondition(w.Status.Conditions, "Ready"); c != nil && c.ObservedGeneration == w.Generation {
+		return c
+	}
+	return nil
 }
