@@ -19,7 +19,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -671,7 +670,6 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	}
 	cpuBefore := r.serverCPU()
 	start := time.Now()
-	windowStart := start
 	if err := act(); err != nil {
 		return Phase{}, err
 	}
@@ -705,7 +703,7 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	p.ReconcileSeconds = recAfter.seconds - recBefore.seconds
 	p.MeanLatencySeconds = r.latency.means()
 	p.ServerCPUSeconds = cpuSince(cpuBefore, r.serverCPU())
-	p.ServerCPUAboveIdleSeconds = aboveIdle(p.ServerCPUSeconds, r.idle, time.Since(windowStart))
+	p.ServerCPUAboveIdleSeconds = aboveIdle(p.ServerCPUSeconds, r.idle, time.Since(start))
 	if drained != nil {
 		p.DrainedSeconds = drainedAfter.Seconds()
 	}
@@ -766,15 +764,8 @@ func (r *run) idleCPU(ctx context.Context) (map[string]float64, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout)
 	defer cancel()
-	for _, list := range []client.ObjectList{&appsv1.ReplicaSetList{}, &corev1.PodList{}} {
-		if err := poll(ctx, func() (bool, error) {
-			if err := r.env.Client.List(ctx, list, client.InNamespace(r.ns)); err != nil {
-				return false, err
-			}
-			return meta.LenList(list) == 0, nil
-		}); err != nil {
-			return nil, fmt.Errorf("wait for the garbage collector to delete %T: %w", list, err)
-		}
+	if err := waitEmpty(ctx, r.env.Client, []client.ObjectList{&appsv1.ReplicaSetList{}, &corev1.PodList{}}, client.InNamespace(r.ns)); err != nil {
+		return nil, err
 	}
 	if _, err := r.settle(ctx, time.Now(), time.Now().Add(r.cfg.phaseTimeout)); err != nil {
 		return nil, err
@@ -890,12 +881,18 @@ func (r *run) settle(ctx context.Context, from, deadline time.Time) (time.Time, 
 // forEach calls f for every Welcome name from the configured number of workers and returns the
 // first error.
 func (r *run) forEach(ctx context.Context, f func(name string) error) error {
+	return forEachName(ctx, r.cfg.workers, r.names, f)
+}
+
+// forEachName calls f for every name from at most workers goroutines and returns the first error;
+// after an error no further name is started.
+func forEachName(ctx context.Context, workers int, all []string, f func(name string) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	names := make(chan string)
-	errs := make(chan error, r.cfg.workers)
+	errs := make(chan error, workers)
 	var wg sync.WaitGroup
-	for range min(r.cfg.workers, len(r.names)) {
+	for range min(workers, len(all)) {
 		wg.Go(func() {
 			for name := range names {
 				if err := f(name); err != nil {
@@ -907,7 +904,7 @@ func (r *run) forEach(ctx context.Context, f func(name string) error) error {
 		})
 	}
 feed:
-	for _, name := range r.names {
+	for _, name := range all {
 		select {
 		case names <- name:
 		case <-ctx.Done():

@@ -1,10 +1,14 @@
 package bench
 
 import (
+	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -217,6 +221,47 @@ func TestCPUSince(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, cpuSince(tc.before, tc.after)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestForEachName(t *testing.T) {
+	boom := errors.New("boom")
+	cases := map[string]struct {
+		workers int
+		names   []string
+		failOn  string
+		wantErr error
+	}{
+		"every name, fewer workers than names": {workers: 2, names: []string{"a", "b", "c", "d", "e"}},
+		"more workers than names":              {workers: 8, names: []string{"a", "b"}},
+		"no names":                             {workers: 4},
+		"the first error":                      {workers: 1, names: []string{"a", "b", "c"}, failOn: "b", wantErr: boom},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var mu sync.Mutex
+			var called []string
+			err := forEachName(t.Context(), tc.workers, tc.names, func(n string) error {
+				mu.Lock()
+				called = append(called, n)
+				mu.Unlock()
+				if n == tc.failOn {
+					return boom
+				}
+				return nil
+			})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("error = %v, want %v", err, tc.wantErr)
+			}
+			want := tc.names
+			if tc.failOn != "" { // one worker: the names up to the failing one, none after it
+				want = tc.names[:slices.Index(tc.names, tc.failOn)+1]
+			}
+			slices.Sort(called)
+			if diff := cmp.Diff(want, called, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("names called (-want +got):\n%s", diff)
 			}
 		})
 	}

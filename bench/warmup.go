@@ -2,9 +2,7 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -59,62 +57,44 @@ func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, 
 		return ByHand{}, fmt.Errorf("create namespace: %w", err)
 	}
 	res := ByHand{Deployments: batch}
-	start := time.Now()
 	labels := map[string]string{"app.kubernetes.io/name": "warmup"}
-	owners := make([]*v1alpha1.Welcome, batch)
-	errs := make([]error, batch)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(DefaultWorkers, batch) { // as many concurrent creates as the driver's phases make
-		wg.Go(func() {
-			for i := range next {
-				owners[i], errs[i] = warmUpObjects(ctx, env, ns.Name, fmt.Sprintf("by-hand-%04d", i), labels)
-			}
-		})
+	names := make([]string, batch)
+	for i := range names {
+		names[i] = fmt.Sprintf("by-hand-%04d", i)
 	}
-	for i := range batch {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	start := time.Now()
+	// As many concurrent creates as the driver's phases make.
+	if err := forEachName(ctx, DefaultWorkers, names, func(name string) error {
+		return warmUpObjects(ctx, env, ns.Name, name, labels)
+	}); err != nil {
 		return res, err
 	}
-	if err := poll(ctx, func() (bool, error) {
-		if !rollout {
-			return true, nil
-		}
-		var list appsv1.DeploymentList
-		if err := c.List(ctx, &list, client.InNamespace(ns.Name)); err != nil {
-			return false, err
-		}
-		available := 0
-		for _, d := range list.Items {
-			if d.Status.AvailableReplicas == 1 {
-				available++
-			}
-		}
-		return available == batch, nil
-	}); err != nil {
-		return res, fmt.Errorf("wait for the deployments to be available: %w", err)
-	}
 	if rollout {
-		res.AvailableSeconds = time.Since(start).Seconds()
-	}
-	for _, owner := range owners {
-		if err := c.Delete(ctx, owner); err != nil {
-			return res, fmt.Errorf("delete welcome %s: %w", owner.Name, err)
-		}
-	}
-	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}} {
 		if err := poll(ctx, func() (bool, error) {
-			if err := c.List(ctx, list, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
+			var list appsv1.DeploymentList
+			if err := c.List(ctx, &list, client.InNamespace(ns.Name)); err != nil {
 				return false, err
 			}
-			return meta.LenList(list) == 0, nil
+			available := 0
+			for _, d := range list.Items {
+				if d.Status.AvailableReplicas == 1 {
+					available++
+				}
+			}
+			return available == batch, nil
 		}); err != nil {
-			return res, fmt.Errorf("wait for the garbage collector to delete %T: %w", list, err)
+			return res, fmt.Errorf("wait for the deployments to be available: %w", err)
 		}
+		res.AvailableSeconds = time.Since(start).Seconds()
+	}
+	for _, name := range names {
+		if err := c.Delete(ctx, &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name}}); err != nil {
+			return res, fmt.Errorf("delete welcome %s: %w", name, err)
+		}
+	}
+	lists := []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}}
+	if err := waitEmpty(ctx, c, lists, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
+		return res, err
 	}
 	if err := c.Delete(ctx, ns); err != nil {
 		return res, fmt.Errorf("delete namespace: %w", err)
@@ -129,14 +109,14 @@ func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, 
 }
 
 // warmUpObjects creates a Welcome and, owned by it, a ConfigMap and a one-pod Deployment.
-func warmUpObjects(ctx context.Context, env *harness.Env, ns, name string, labels map[string]string) (*v1alpha1.Welcome, error) {
+func warmUpObjects(ctx context.Context, env *harness.Env, ns, name string, labels map[string]string) error {
 	c := env.Client
 	owner := &v1alpha1.Welcome{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       v1alpha1.WelcomeSpec{Name: "Warm-up"},
 	}
 	if err := c.Create(ctx, owner); err != nil {
-		return nil, fmt.Errorf("create welcome %s: %w", name, err)
+		return fmt.Errorf("create welcome %s: %w", name, err)
 	}
 	podLabels := map[string]string{"app.kubernetes.io/name": "warmup", "app.kubernetes.io/instance": name}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}}
@@ -153,13 +133,29 @@ func warmUpObjects(ctx context.Context, env *harness.Env, ns, name string, label
 	}
 	for _, child := range []client.Object{cm, dep} {
 		if err := controllerutil.SetControllerReference(owner, child, env.Scheme); err != nil {
-			return nil, err
+			return err
 		}
 		if err := c.Create(ctx, child); err != nil {
-			return nil, fmt.Errorf("create %T %s: %w", child, name, err)
+			return fmt.Errorf("create %T %s: %w", child, name, err)
 		}
 	}
-	return owner, nil
+	return nil
+}
+
+// waitEmpty waits until each of lists, listed with opts, is empty: the garbage collector has deleted
+// what it held.
+func waitEmpty(ctx context.Context, c client.Client, lists []client.ObjectList, opts ...client.ListOption) error {
+	for _, list := range lists {
+		if err := poll(ctx, func() (bool, error) {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return false, err
+			}
+			return meta.LenList(list) == 0, nil
+		}); err != nil {
+			return fmt.Errorf("wait for the garbage collector to delete %T: %w", list, err)
+		}
+	}
+	return nil
 }
 
 // poll calls check at once and then every pollInterval until it reports done, fails, or ctx ends.
