@@ -266,7 +266,7 @@ func (r *Report) Rows() []Row {
 	for _, ph := range phases {
 		get := ph.get
 		add(ph.name+": "+ph.goal, "s", func(x Result) float64 { return get(x).Seconds })
-		if ph.name == "delete" && r.hasDrained() {
+		if ph.name == "delete" && r.anyResult(func(x Result) bool { return x.Delete.DrainedSeconds > 0 }) {
 			add(ph.name+": time until the garbage collector is done", "s", func(x Result) float64 { return get(x).DrainedSeconds })
 		}
 		add(ph.name+": requests", "per CR", func(x Result) float64 { return float64(get(x).Requests) / n })
@@ -282,11 +282,11 @@ func (r *Report) Rows() []Row {
 		add(ph.name+": reconciles", "per CR", func(x Result) float64 { return float64(get(x).Reconciles) / n })
 		add(ph.name+": time in reconciles", "ms per CR", func(x Result) float64 { return get(x).ReconcileSeconds * 1000 / n })
 		for _, comp := range cpuComponents {
-			if r.hasServerCPU(get, comp) {
+			if r.anyResult(func(x Result) bool { _, ok := get(x).ServerCPUSeconds[comp]; return ok }) {
 				add(ph.name+": "+comp+" CPU", "ms per CR", func(x Result) float64 { return get(x).ServerCPUSeconds[comp] * 1000 / n })
 			}
 		}
-		if r.hasAboveIdle(get) {
+		if r.anyResult(func(x Result) bool { _, ok := get(x).ServerCPUAboveIdleSeconds[aboveIdleComponent]; return ok }) {
 			add(ph.name+": "+aboveIdleComponent+" CPU above idle", "ms per CR", func(x Result) float64 {
 				return get(x).ServerCPUAboveIdleSeconds[aboveIdleComponent] * 1000 / n
 			})
@@ -303,7 +303,7 @@ func (r *Report) Rows() []Row {
 			}
 		}
 	}
-	if r.hasIdle() {
+	if r.anyResult(func(x Result) bool { _, ok := x.IdleCPUPerSecond[aboveIdleComponent]; return ok }) {
 		add("idle: "+aboveIdleComponent+" CPU", "ms per s", func(x Result) float64 { return x.IdleCPUPerSecond[aboveIdleComponent] * 1000 })
 	}
 	add("memory: heap in use", "KiB per CR", func(x Result) float64 { return float64(x.Memory.HeapInuseBytes) / 1024 / n })
@@ -325,49 +325,14 @@ const processComponent = "manager process"
 // cpuComponents are the CPU figures of a phase, in the order the report shows them.
 var cpuComponents = append(slices.Clone(serverComponents), processComponent)
 
-// hasServerCPU reports whether any implementation has the CPU time of comp for a phase.
-func (r *Report) hasServerCPU(get func(Result) Phase, comp string) bool {
-	for _, x := range r.Results {
-		if _, ok := get(x).ServerCPUSeconds[comp]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 // aboveIdleComponent is the component whose CPU above idle the report shows: the API server, the
 // figure of issue #18's targets.
 const aboveIdleComponent = "kube-apiserver"
 
-// hasAboveIdle reports whether any implementation has the API server's CPU above idle for a phase.
-func (r *Report) hasAboveIdle(get func(Result) Phase) bool {
-	for _, x := range r.Results {
-		if _, ok := get(x).ServerCPUAboveIdleSeconds[aboveIdleComponent]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// hasIdle reports whether any implementation has the API server's idle CPU.
-func (r *Report) hasIdle() bool {
-	for _, x := range r.Results {
-		if _, ok := x.IdleCPUPerSecond[aboveIdleComponent]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// hasDrained reports whether any implementation's delete phase says when the garbage collector was
-// done (reports written before the bench waited for it do not).
-func (r *Report) hasDrained() bool {
-	for _, x := range r.Results {
-		if x.Delete.DrainedSeconds > 0 {
-			return true
-		}
-	}
-	return false
+// anyResult reports whether has holds for the figures of any implementation: rows of figures that
+// older reports or some runs lack are left out.
+func (r *Report) anyResult(has func(Result) bool) bool {
+	return slices.ContainsFunc(r.Results, has)
 }
 
 // verbs returns the verbs any implementation used in a phase, in verbOrder, then the others sorted.
@@ -453,8 +418,8 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString(" Requests are the manager's own, counted client side; \"per CR\" divides by N.\n\n")
 	if r.WarmUp.AvailableSeconds > 0 {
-		fmt.Fprintf(&b, "Warm-up, on the fresh cluster: %d Deployments of one pod, each with a ConfigMap, created by the driver 16 at a time "+
-			"with no operator, were all available after %s s.\n\n", r.WarmUp.Deployments, formatValue(r.WarmUp.AvailableSeconds))
+		fmt.Fprintf(&b, "Warm-up, on the fresh cluster: %d Deployments of one pod, each with a ConfigMap, created by the driver %d at a time "+
+			"with no operator, were all available after %s s.\n\n", r.WarmUp.Deployments, DefaultWorkers, formatValue(r.WarmUp.AvailableSeconds))
 	}
 	if r.Floor != nil && r.Floor.AvailableSeconds > 0 {
 		fmt.Fprintf(&b, "Floor, on the warmed cluster before the first measurement: %d Deployments created the same way were all available "+
@@ -499,7 +464,10 @@ func (r *Report) Markdown() string {
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
-	if t := r.targets() + r.expertTargets(); t != "" && !r.WithoutRollout {
+	if r.WithoutRollout {
+		return b.String() // the targets are about a rollout
+	}
+	if t := r.targets() + r.expertTargets(); t != "" {
 		b.WriteString("\n## Targets\n\n")
 		b.WriteString(t)
 	}
