@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -534,25 +535,40 @@ func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuar
 	if err := c.stamp(); err != nil {
 		return nil, err
 	}
-	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(c.intent)}
-	switch {
-	case g.create:
-		u.SetResourceVersion(createOnlyVersion)
-	case g.uid != "":
-		u.SetUID(g.uid)
+	body, err := applyBody(c.intent, g)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s: %w", c.what, err)
 	}
-	if err := a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(a.cfg.fieldManager), client.ForceOwnership); err != nil {
+	// The intent goes as a raw apply patch, and the answer is decoded straight into the child's own
+	// type: for built-in kinds the client then asks for protobuf, which the API server encodes and the
+	// client decodes several times faster than the JSON of controller-runtime's Apply (decoded into
+	// unstructured content, then converted).
+	out := kobj.NewLike(c.obj)
+	if err := a.client.Patch(ctx, out, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(a.cfg.fieldManager), client.ForceOwnership); err != nil {
 		return nil, err
 	}
-	if _, ok := c.obj.(runtime.Unstructured); ok {
-		u.SetGroupVersionKind(c.gvk)
-		return u, nil
-	}
-	out := kobj.New(c.obj)
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-		return nil, fmt.Errorf("convert server answer: %w", err)
-	}
+	out.GetObjectKind().SetGroupVersionKind(c.gvk)
 	return out, nil
+}
+
+// applyBody returns the JSON of intent as an apply patch guarded by g: with the create-only
+// resourceVersion, or with the UID of the object it may change. intent is left as it is.
+func applyBody(intent map[string]any, g applyGuard) ([]byte, error) {
+	if g.create || g.uid != "" {
+		md, _ := intent["metadata"].(map[string]any)
+		md = maps.Clone(md)
+		if md == nil {
+			md = map[string]any{}
+		}
+		if g.create {
+			md["resourceVersion"] = createOnlyVersion
+		} else {
+			md["uid"] = string(g.uid)
+		}
+		intent = maps.Clone(intent)
+		intent["metadata"] = md
+	}
+	return appendJSON(nil, intent)
 }
 
 // identityChanged reports whether a UID-guarded apply failed because the object is no longer the one

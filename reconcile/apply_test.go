@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -14,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/testing/fakes"
 )
 
 // These tests use the fake client for the Applier's own logic (ownership decisions, the intent
@@ -66,11 +67,7 @@ func (w *writeCounter) funcs() interceptor.Funcs {
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			w.inc()
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			w.inc()
-			return guardedApply(ctx, c, obj, opts...)
+			return guardedPatch(ctx, c, obj, patch, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			w.inc()
@@ -92,19 +89,27 @@ func newFake(t testing.TB, w *writeCounter, objs ...client.Object) client.WithWa
 	return b.WithInterceptorFuncs(w.funcs()).Build()
 }
 
-// guardedApply applies obj through c as the API server does with a resourceVersion or UID in it.
-func guardedApply(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	u, ok := obj.(runtime.Unstructured)
-	if !ok {
-		return c.Apply(ctx, obj, opts...)
+// guardedPatch sends patch through c, and an apply patch as the API server handles one with a
+// resourceVersion or UID in it (through the fake's Apply, see fakes.ApplyPatch).
+func guardedPatch(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if patch.Type() != types.ApplyPatchType {
+		return c.Patch(ctx, obj, patch, opts...)
 	}
-	md, _ := u.UnstructuredContent()["metadata"].(map[string]any)
+	data, err := patch.Data(obj)
+	if err != nil {
+		return err
+	}
+	var body map[string]any
+	if err := json.Unmarshal(data, &body); err != nil {
+		return err
+	}
+	md, _ := body["metadata"].(map[string]any)
 	rv, _ := md["resourceVersion"].(string)
 	uid, _ := md["uid"].(string)
 	delete(md, "resourceVersion")
 	delete(md, "uid")
 	if rv != "" || uid != "" {
-		live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.UnstructuredContent()["apiVersion"], "kind": u.UnstructuredContent()["kind"]}}
+		live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": body["apiVersion"], "kind": body["kind"]}}
 		name, _ := md["name"].(string)
 		ns, _ := md["namespace"].(string)
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, live)
@@ -120,7 +125,27 @@ func guardedApply(ctx context.Context, c client.WithWatch, obj runtime.ApplyConf
 			return apierrors.NewInvalid(schema.GroupKind{Kind: "Object"}, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
 		}
 	}
-	return c.Apply(ctx, obj, opts...)
+	if data, err = json.Marshal(body); err != nil {
+		return err
+	}
+	return fakes.ApplyPatch(ctx, c, obj, client.RawPatch(types.ApplyPatchType, data), opts...)
+}
+
+// applyBodyOf returns the body of patch, an apply patch of obj; nil for any other patch.
+func applyBodyOf(t testing.TB, obj client.Object, patch client.Patch) map[string]any {
+	t.Helper()
+	if patch.Type() != types.ApplyPatchType {
+		return nil
+	}
+	data, err := patch.Data(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(data, &body); err != nil {
+		t.Fatal(err)
+	}
+	return body
 }
 
 func owner(name string) *corev1.ConfigMap {
@@ -417,14 +442,17 @@ func TestApplyFieldManager(t *testing.T) {
 	var managers []string
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(testMapper()).
 		WithInterceptorFuncs(interceptor.Funcs{
-			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-				o := &client.ApplyOptions{}
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if patch.Type() != types.ApplyPatchType {
+					t.Errorf("patch of type %s, want an apply patch", patch.Type())
+				}
+				o := &client.PatchOptions{}
 				o.ApplyOptions(opts)
 				managers = append(managers, o.FieldManager)
 				if !ptr.Deref(o.Force, false) {
 					t.Error("apply without force")
 				}
-				return c.Apply(ctx, obj, opts...)
+				return c.Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
 	if _, _, err := NewApplier(c, nil).Apply(t.Context(), owner("app"), desiredCM(nil)); err != nil {

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -381,14 +380,14 @@ func TestKeptChildIsNeverRecreated(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			log := &deletionLog{}
 			c := log.client(t)
-			immutable := interceptor.Funcs{Apply: func(ctx context.Context, cl client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-				if u, ok := obj.(runtime.Unstructured); ok && u.UnstructuredContent()["data"].(map[string]any)["k"] == "changed" {
-					if md, _ := u.UnstructuredContent()["metadata"].(map[string]any); md["resourceVersion"] != createOnlyVersion {
+			immutable := interceptor.Funcs{Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if body := applyBodyOf(t, obj, patch); body != nil && body["data"].(map[string]any)["k"] == "changed" {
+					if md, _ := body["metadata"].(map[string]any); md["resourceVersion"] != createOnlyVersion {
 						return apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "data",
 							field.ErrorList{field.Invalid(field.NewPath("data"), "changed", "field is immutable")})
 					}
 				}
-				return guardedApply(ctx, cl, obj, opts...)
+				return guardedPatch(ctx, cl, obj, patch, opts...)
 			}}
 			c = interceptor.NewClient(c, immutable)
 			a := NewApplier(c, nil, WithRecreateOnImmutable())

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -166,14 +165,11 @@ func TestGraphApplyDoesNotWaitForUnrelatedChildren(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(testMapper()).
 		WithInterceptorFuncs(interceptor.Funcs{
-			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-				u, ok := obj.(interface{ GetName() string })
-				if ok {
-					if err := hold(ctx, u.GetName()); err != nil {
-						return err
-					}
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if err := hold(ctx, obj.GetName()); err != nil {
+					return err
 				}
-				return c.Apply(ctx, obj, opts...)
+				return c.Patch(ctx, obj, patch, opts...)
 			},
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				if err := hold(ctx, obj.GetName()); err != nil {
@@ -224,11 +220,11 @@ func TestGraphApplyLayerConcurrently(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(testMapper()).
 		WithInterceptorFuncs(interceptor.Funcs{
-			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 				if err := hold(ctx); err != nil {
 					return err
 				}
-				return c.Apply(ctx, obj, opts...)
+				return c.Patch(ctx, obj, patch, opts...)
 			},
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				if err := hold(ctx); err != nil {

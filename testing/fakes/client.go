@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,7 +39,7 @@ const (
 
 // Op describes one call made through a Client.
 type Op struct {
-	// Verb is one of the Verb constants.
+	// Verb is one of the Verb constants: VerbApply for Apply and for a Patch with an apply patch.
 	Verb string
 	// Kind is the object's kind ("" when it cannot be determined, e.g. some apply configurations); for
 	// list and watch calls it is the item kind (ConfigMap, not ConfigMapList).
@@ -393,6 +394,12 @@ func (c *Client) funcs() interceptor.Funcs {
 			return cl.Update(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if patch.Type() == types.ApplyPatchType {
+				if err := c.before(ctx, c.op(VerbApply, obj, "")); err != nil {
+					return err
+				}
+				return ApplyPatch(ctx, cl, obj, patch, opts...)
+			}
 			if err := c.before(ctx, c.op(VerbPatch, obj, "")); err != nil {
 				return err
 			}
