@@ -228,6 +228,11 @@ func (e *Env) startEnvtest(ctx context.Context, cfg *config) error {
 	if err != nil {
 		return fmt.Errorf("start envtest (kube-apiserver and etcd from %s): %w", dir, err)
 	}
+	disarm, err := guardChildren(dir)
+	if err != nil {
+		return fmt.Errorf("guard the control plane against this process's death: %w", err)
+	}
+	e.stopFns = append(e.stopFns, disarm)
 	e.Config = restCfg
 	e.ControlPlane = &env.ControlPlane
 	if cfg.kubectl {

@@ -25,8 +25,10 @@ var (
 
 // Main is for TestMain: it starts the environment (kept for Default), runs the tests, stops the
 // environment and exits with the tests' code. A start failure is printed and exits 1. The environment
-// is stopped also when m.Run panics on the main goroutine and on SIGINT/SIGTERM; in full-cluster mode a
-// failed run prints the tail of every component's log.
+// is stopped also when m.Run panics on the main goroutine and on SIGINT/SIGTERM; when the test binary
+// dies without stopping it (go test's -timeout, SIGKILL), its components stop too (the full cluster's
+// by the parent-death signal, envtest's kube-apiserver and etcd by a watchdog, on Linux). In
+// full-cluster mode a failed run prints the tail of every component's log.
 //
 //	func TestMain(m *testing.M) {
 //		harness.Main(m, harness.WithCRDPaths("../config/crd/bases"))

@@ -14,6 +14,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(envMode) {
 	case "missing-crd-path":
 		harness.Main(m, harness.WithCRDPaths("testdata/does-not-exist"))
+	case modeKilled:
+		startAndDie()
 	default:
 		harness.Main(m, harness.WithCRDPaths("testdata/crds", "testdata/conversion"), harness.WithSchemeAdders(addGadgets),
 			harness.WithWebhooks("testdata/webhook"))
