@@ -217,6 +217,10 @@ func (e *Env) startEnvtest(ctx context.Context, cfg *config) error {
 		// envtest would prefer and which may lack kubectl.
 		env.ControlPlane.KubectlPath = filepath.Join(dir, string(assets.Kubectl))
 	}
+	guard, err := newChildGuard(dir)
+	if err != nil {
+		return fmt.Errorf("guard the control plane against this process's death: %w", err)
+	}
 	restCfg, err := env.Start()
 	// Stop whatever started, even when Start failed half-way.
 	e.stopFns = append(e.stopFns, func() error {
@@ -228,7 +232,7 @@ func (e *Env) startEnvtest(ctx context.Context, cfg *config) error {
 	if err != nil {
 		return fmt.Errorf("start envtest (kube-apiserver and etcd from %s): %w", dir, err)
 	}
-	disarm, err := guardChildren(dir)
+	disarm, err := guard.arm()
 	if err != nil {
 		return fmt.Errorf("guard the control plane against this process's death: %w", err)
 	}

@@ -6,23 +6,54 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 )
 
-// guardChildren starts a watchdog for the processes this one started from dir (envtest's
-// kube-apiserver and etcd): a shell that reads its standard input, a pipe only this process writes to.
-// When this process dies without Stop (a test binary killed, or ended by go test's -timeout, which
-// runs no deferred function), the kernel closes the pipe, the read ends, and the watchdog stops the
-// processes: SIGTERM, and SIGKILL two seconds later. The returned function disarms it: it kills the
-// watchdog before anything else, so it never signals a process ID the system may give to another
-// process once the control plane has stopped. envtest starts its processes with no hook for the
-// parent-death signal the full cluster's components get (testing/cluster), hence the watchdog.
-func guardChildren(dir string) (disarm func() error, err error) {
-	pids, err := childrenFrom(dir)
-	if err != nil || len(pids) == 0 {
-		return func() error { return nil }, err
+// childGuard stops the processes a control plane starts from dir (envtest's kube-apiserver and etcd)
+// when this process dies without Stop: a test binary killed, or ended by go test's -timeout, which
+// runs no deferred function. envtest starts its processes with no hook for the parent-death signal
+// the full cluster's components get (testing/cluster), hence a watchdog.
+type childGuard struct {
+	dir string
+	// before holds the processes already running from dir when the guard was made: another
+	// environment's of this test binary, which its own guard covers.
+	before []string
+	// guarded holds the processes arm watches.
+	guarded []string
+}
+
+// newChildGuard returns the guard of the processes that will be started from dir; make it before
+// starting them.
+func newChildGuard(dir string) (*childGuard, error) {
+	before, err := childrenFrom(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &childGuard{dir: dir, before: before}, nil
+}
+
+// arm starts the watchdog of the processes started from dir since newChildGuard: a shell that reads
+// its standard input, a pipe only this process writes to. When this process dies, the kernel closes
+// the pipe, the read ends, and the watchdog stops the processes: SIGTERM, and SIGKILL two seconds
+// later. The returned function disarms it: it kills the watchdog before anything else, so it never
+// signals a process ID the system may give to another process once the control plane has stopped.
+func (g *childGuard) arm() (disarm func() error, err error) {
+	now, err := childrenFrom(g.dir)
+	if err != nil {
+		return nil, err
+	}
+	var pids []string
+	for _, pid := range now {
+		if !slices.Contains(g.before, pid) {
+			pids = append(pids, pid)
+		}
+	}
+	g.guarded = pids
+	if len(pids) == 0 {
+		return func() error { return nil }, nil
 	}
 	list := strings.Join(pids, " ")
 	r, w, err := os.Pipe()

@@ -2,7 +2,6 @@ package harness_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -15,23 +14,6 @@ import (
 
 	"github.com/convergo-dev/convergo/testing/harness"
 )
-
-// modeKilled re-runs the test binary as one that starts a control plane and is then killed.
-const modeKilled = "killed"
-
-// startAndDie starts a plain control plane, prints the addresses of its API server and etcd, and
-// kills this process with SIGKILL: no deferred function, no Stop, as when go test's -timeout ends a
-// test binary.
-func startAndDie() {
-	env, err := harness.Start(context.Background())
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start: %v\n", err)
-		os.Exit(3)
-	}
-	fmt.Printf("apiserver %s\netcd %s\n", env.Config.Host, env.ControlPlane.Etcd.URL.String())
-	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	select {}
-}
 
 // A test binary killed without Stop leaves no kube-apiserver or etcd behind: the harness's watchdog
 // stops them.
