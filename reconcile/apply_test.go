@@ -438,6 +438,46 @@ func TestApplySkipsWriteWhileCacheLags(t *testing.T) {
 	}
 }
 
+func TestApplyBody(t *testing.T) {
+	intent := map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "child", "namespace": "ns"},
+		"data":     map[string]any{"k": "v <&>"},
+	}
+	const rest = `"data":{"k":"v \u003c\u0026\u003e"},"kind":"ConfigMap","metadata":{"name":"child","namespace":"ns"`
+	cases := map[string]struct {
+		guard applyGuard
+		want  string
+	}{
+		"no guard": {guard: applyGuard{}, want: `{"apiVersion":"v1",` + rest + `}}`},
+		"create":   {guard: createOnly, want: `{"apiVersion":"v1",` + rest + `,"resourceVersion":"1"}}`},
+		"same UID": {guard: applyGuard{uid: "u-1"}, want: `{"apiVersion":"v1",` + rest + `,"uid":"u-1"}}`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before, err := json.Marshal(intent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := applyBody(intent, tc.guard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(body)); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			// The intent is left as it was.
+			after, err := json.Marshal(intent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(before), string(after)); diff != "" {
+				t.Errorf("intent changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestApplyFieldManager(t *testing.T) {
 	var managers []string
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(testMapper()).
