@@ -116,10 +116,34 @@ func TestGraphApplyStopsAtError(t *testing.T) {
 	if err := ownership.SetController(other, taken, testScheme(t)); err != nil {
 		t.Fatal(err)
 	}
-	c := newFake(t, nil, taken)
-	// a and b depend on nothing, c depends on b.
+	// a and b depend on nothing, c depends on b. a and b are applied concurrently, and after b's error
+	// no further child starts: b's read waits until a is written, so that a has started (else which of
+	// the two the scheduler runs first would decide the result).
+	aWritten := make(chan struct{})
+	var once sync.Once
+	c := interceptor.NewClient(newFake(t, nil, taken), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if key.Name == "b" {
+				select {
+				case <-aWritten:
+				case <-ctx.Done():
+					return fmt.Errorf("child a was never written: %w", ctx.Err())
+				}
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			err := c.Patch(ctx, obj, patch, opts...)
+			if obj.GetName() == "a" {
+				once.Do(func() { close(aWritten) })
+			}
+			return err
+		},
+	})
 	g := graphOf("a", "b", "c:b")
-	res, err := g.Apply(t.Context(), NewApplier(c, nil), owner("app"))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	res, err := g.Apply(ctx, NewApplier(c, nil), owner("app"))
 	var owned *ownership.AlreadyOwnedError
 	if !errors.As(err, &owned) || !strings.Contains(err.Error(), `child "b"`) {
 		t.Fatalf("Apply error = %v, want AlreadyOwnedError naming child b", err)

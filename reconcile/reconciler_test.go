@@ -210,6 +210,11 @@ func TestRecordChildren(t *testing.T) {
 		}},
 		pruned: []client.Object{live("old")},
 	}
+	ops := []Operation{OperationCreated, OperationUnchanged, OperationRecreated, OperationDeleted, OperationUpdated}
+	before := map[string]float64{}
+	for _, op := range ops {
+		before[string(op)] = childOperations(t, "record-children-test", "ConfigMap", op)
+	}
 	r.recordChildren(owner, out)
 	want := []string{"Normal ChildrenApplied created ConfigMap ns/a; recreated ConfigMap ns/c; pruned ConfigMap ns/old"}
 	if diff := cmp.Diff(want, drain(rec)); diff != "" {
@@ -223,12 +228,8 @@ func TestRecordChildren(t *testing.T) {
 		t.Errorf("events for an unchanged child: %v", got)
 	}
 	counts := map[string]float64{}
-	for _, op := range []Operation{OperationCreated, OperationUnchanged, OperationRecreated, OperationDeleted, OperationUpdated} {
-		m := &dto.Metric{}
-		if err := childOperationsTotal.WithLabelValues("record-children-test", "ConfigMap", string(op)).Write(m); err != nil {
-			t.Fatal(err)
-		}
-		counts[string(op)] = m.GetCounter().GetValue()
+	for _, op := range ops {
+		counts[string(op)] = childOperations(t, "record-children-test", "ConfigMap", op) - before[string(op)]
 	}
 	wantCounts := map[string]float64{"Created": 1, "Unchanged": 2, "Recreated": 1, "Deleted": 1, "Updated": 0}
 	if diff := cmp.Diff(wantCounts, counts); diff != "" {
@@ -330,18 +331,15 @@ func TestRecordDeleted(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r, rec := rtReconciler(t, append([]ReconcilerOption{WithName(tc.controller)}, tc.opts...)...)
+			before := childOperations(t, tc.controller, "ConfigMap", OperationDeleted)
 			r.recordDeleted(owner, deleted(svc))
 			r.recordDeleted(owner, nil) // a pass that only waits: no event
 			r.recordDeleted(owner, deleted(cm, secret))
 			if diff := cmp.Diff(tc.want, drain(rec)); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
-			m := &dto.Metric{}
-			if err := childOperationsTotal.WithLabelValues(tc.controller, "ConfigMap", string(OperationDeleted)).Write(m); err != nil {
-				t.Fatal(err)
-			}
-			if got := m.GetCounter().GetValue(); got != 1 {
-				t.Errorf("convergo_child_operations_total{kind=ConfigMap,operation=Deleted} = %v, want 1", got)
+			if got := childOperations(t, tc.controller, "ConfigMap", OperationDeleted) - before; got != 1 {
+				t.Errorf("convergo_child_operations_total{kind=ConfigMap,operation=Deleted} grew by %v, want 1", got)
 			}
 		})
 	}
@@ -527,4 +525,15 @@ type rtOther struct{ testapi.Widget }
 
 func ctrlRequest(namespace, name string) ctrl.Request {
 	return ctrl.Request{NamespacedName: client.ObjectKey{Namespace: namespace, Name: name}}
+}
+
+// childOperations reads convergo_child_operations_total for a controller, kind and operation. The
+// metric is process-wide: tests compare readings before and after, so that they also pass with -count.
+func childOperations(t *testing.T, controller, kind string, op Operation) float64 {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := childOperationsTotal.WithLabelValues(controller, kind, string(op)).Write(m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
