@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/convergo-dev/convergo/testing/internal/procstat"
 )
 
 // clockTicksPerSecond is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on every Linux
@@ -21,15 +22,12 @@ func processCPUTime(pid int) (time.Duration, error) {
 	return parseStatCPU(string(b))
 }
 
-// parseStatCPU returns utime+stime of a /proc/<pid>/stat line. The command name (field 2) is in
-// parentheses and may hold spaces, so fields are counted after its closing parenthesis: state is
-// field 3, utime field 14, stime field 15.
+// parseStatCPU returns utime+stime of a /proc/<pid>/stat line: fields 14 and 15 (see procstat.Fields).
 func parseStatCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc stat %q: no command name", stat)
+	fields, err := procstat.Fields(stat)
+	if err != nil {
+		return 0, err
 	}
-	fields := strings.Fields(stat[i+1:])
 	if len(fields) < 13 {
 		return 0, fmt.Errorf("parse /proc stat: %d fields after the command name, want at least 13", len(fields))
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/convergo-dev/convergo/testing/internal/procstat"
 )
 
 // childGuard stops the processes a control plane starts from dir (envtest's kube-apiserver and etcd)
@@ -103,19 +105,10 @@ func childrenFrom(dir string) ([]string, error) {
 	return pids, nil
 }
 
-// parentOf returns the parent process ID of pid from /proc/<pid>/stat, or -1.
+// parentOf returns the parent process ID of pid (procstat), or -1.
 func parentOf(pid int) int {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return -1
-	}
-	// The command name, in parentheses, may contain spaces: the fields after it start at the last ')'.
-	i := strings.LastIndexByte(string(data), ')')
-	if i < 0 {
-		return -1
-	}
-	fields := strings.Fields(string(data[i+1:]))
-	if len(fields) < 2 {
+	fields, err := procstat.Read(pid)
+	if err != nil || len(fields) < 2 {
 		return -1
 	}
 	ppid, err := strconv.Atoi(fields[1])
