@@ -92,16 +92,12 @@ func newFake(t testing.TB, w *writeCounter, objs ...client.Object) client.WithWa
 // guardedPatch sends patch through c, and an apply patch as the API server handles one with a
 // resourceVersion or UID in it (through the fake's Apply, see fakes.ApplyPatch).
 func guardedPatch(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	if patch.Type() != types.ApplyPatchType {
+	body, err := applyBodyOf(obj, patch)
+	switch {
+	case err != nil:
+		return err
+	case body == nil:
 		return c.Patch(ctx, obj, patch, opts...)
-	}
-	data, err := patch.Data(obj)
-	if err != nil {
-		return err
-	}
-	var body map[string]any
-	if err := json.Unmarshal(data, &body); err != nil {
-		return err
 	}
 	md, _ := body["metadata"].(map[string]any)
 	rv, _ := md["resourceVersion"].(string)
@@ -125,27 +121,27 @@ func guardedPatch(ctx context.Context, c client.WithWatch, obj client.Object, pa
 			return apierrors.NewInvalid(schema.GroupKind{Kind: "Object"}, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
 		}
 	}
-	if data, err = json.Marshal(body); err != nil {
+	data, err := json.Marshal(body)
+	if err != nil {
 		return err
 	}
 	return fakes.ApplyPatch(ctx, c, obj, client.RawPatch(types.ApplyPatchType, data), opts...)
 }
 
 // applyBodyOf returns the body of patch, an apply patch of obj; nil for any other patch.
-func applyBodyOf(t testing.TB, obj client.Object, patch client.Patch) map[string]any {
-	t.Helper()
+func applyBodyOf(obj client.Object, patch client.Patch) (map[string]any, error) {
 	if patch.Type() != types.ApplyPatchType {
-		return nil
+		return nil, nil
 	}
 	data, err := patch.Data(obj)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var body map[string]any
 	if err := json.Unmarshal(data, &body); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return body
+	return body, nil
 }
 
 func owner(name string) *corev1.ConfigMap {

@@ -381,7 +381,11 @@ func TestKeptChildIsNeverRecreated(t *testing.T) {
 			log := &deletionLog{}
 			c := log.client(t)
 			immutable := interceptor.Funcs{Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-				if body := applyBodyOf(t, obj, patch); body != nil && body["data"].(map[string]any)["k"] == "changed" {
+				body, err := applyBodyOf(obj, patch)
+				if err != nil {
+					return err
+				}
+				if body != nil && body["data"].(map[string]any)["k"] == "changed" {
 					if md, _ := body["metadata"].(map[string]any); md["resourceVersion"] != createOnlyVersion {
 						return apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "data",
 							field.ErrorList{field.Invalid(field.NewPath("data"), "changed", "field is immutable")})
