@@ -73,6 +73,15 @@ test: $(CONTROLLER_GEN) assets ## Install what is needed and run every test agai
 test-unit: ## The library's unit tests only: seconds, no control plane built or started.
 	env -u KUBEBUILDER_ASSETS $(GO) test $(TEST_FLAGS) $(LIBRARY_PKGS)
 
+# The race detector over the tests, unit and integration, of the code that runs inside operators: the
+# library (Graph's parallel applies, the caches, the records, sharding), the test kit and both examples.
+RACE_PKGS     := $(LIBRARY_PKGS) ./testing/... ./examples/welcome/... ./examples/memcached/...
+
+.PHONY: test-race
+test-race: $(CONTROLLER_GEN) assets ## The library's, testing/'s and the examples' tests (unit and integration) under the race detector (needs cgo: gcc).
+	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
+	  $(GO) test -race -tags integration -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS)
+
 .PHONY: test-chaos
 test-chaos: $(CONTROLLER_GEN) assets ## Slow fault-injection suites (apiserver kill, etcd pause, manager kill, leader election).
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \

@@ -29,7 +29,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
-	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/testing/cluster"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -411,6 +410,9 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 		return nil, fmt.Errorf("foreign objects: %w", err)
 	}
 	r.log.Info("memory", "foreignBytesPerObject", int64(res.Memory.ForeignBytes))
+	if err := r.foreignGone(ctx); err != nil {
+		return nil, err
+	}
 
 	if res.Restart, err = r.restart(ctx); err != nil {
 		return nil, fmt.Errorf("restart: %w", err)
@@ -1038,67 +1040,3 @@ func heap() runtime.MemStats {
 }
 
 func since(t time.Time) string { return time.Since(t).Round(time.Millisecond).String() }
-
-// foreignPerCR is how many objects that are not the implementation's the memory measurement creates per
-// CR: ConfigMaps of the size of a Welcome's page, and a few Deployments and Services.
-const foreignPerCR = 10
-
-// foreign creates foreignPerCR * N ConfigMaps, Deployments and Services in the namespace with another
-// field manager (children of no Welcome), waits until the manager's informers have delivered them, and
-// returns the growth of the live heap since heapAfter per object. A marker ConfigMap created last
-// carries Convergo's tracking label, so that every implementation's cache shows it, filtered or not:
-// once it is there, the watch has delivered everything created before it. The objects are removed
-// before it returns.
-func (r *run) foreign(ctx context.Context, heapAfter runtime.MemStats) (float64, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout)
-	defer cancel()
-	c := r.env.Client
-	count := foreignPerCR * r.cfg.n
-	sel := map[string]string{"bench.convergo.dev/foreign": "true"}
-	defer func() {
-		for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
-			_ = c.DeleteAllOf(context.Background(), obj, client.InNamespace(r.ns), client.MatchingLabels(sel))
-		}
-	}()
-	page := strings.Repeat("x", 2000)
-	for i := range count {
-		name := fmt.Sprintf("foreign-%d", i)
-		meta := metav1.ObjectMeta{Name: name, Namespace: r.ns, Labels: sel}
-		var obj client.Object
-		switch i % 10 {
-		case 0:
-			d := &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](0),
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"foreign": name}},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"foreign": name}},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/foreign:1"}}},
-				},
-			}}
-			obj = d
-		case 1:
-			obj = &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
-				Selector: map[string]string{"foreign": name}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
-		default:
-			obj = &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"page.html": page}}
-		}
-		if err := c.Create(ctx, obj, client.FieldOwner("someone-else")); err != nil {
-			return 0, 0, fmt.Errorf("create %s: %w", name, err)
-		}
-	}
-	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "foreign-marker", Namespace: r.ns,
-		Labels: map[string]string{"bench.convergo.dev/foreign": "true", ownership.LabelOwnerUID: "none"}}}
-	if err := c.Create(ctx, marker, client.FieldOwner("someone-else")); err != nil {
-		return 0, 0, fmt.Errorf("create marker: %w", err)
-	}
-	reader := r.mgr.client
-	if err := poll(ctx, func() (bool, error) {
-		err := reader.Get(ctx, client.ObjectKeyFromObject(marker), &corev1.ConfigMap{})
-		return err == nil, client.IgnoreNotFound(err)
-	}); err != nil {
-		return 0, 0, fmt.Errorf("wait for the marker in the manager's cache: %w", err)
-	}
-	r.counter.Reset()
-	grown := heap()
-	return float64(int64(grown.HeapAlloc)-int64(heapAfter.HeapAlloc)) / float64(count), count, nil
-}

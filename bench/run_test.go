@@ -266,3 +266,26 @@ func TestForEachName(t *testing.T) {
 		})
 	}
 }
+
+// TestBusiest finds the component that took the largest share of a core over a window, the figure
+// the wait after the foreign objects' deletion compares with quietCPU.
+func TestBusiest(t *testing.T) {
+	tests := []struct {
+		name   string
+		used   map[string]float64
+		window time.Duration
+		want   float64
+	}{
+		{name: "nothing read", used: nil, window: time.Second, want: 0},
+		{name: "one component", used: map[string]float64{"etcd": 0.05}, window: time.Second, want: 0.05},
+		{name: "the busiest of several", used: map[string]float64{"etcd": 0.02, "kube-controller-manager": 0.6,
+			"kube-apiserver": 0.3}, window: 2 * time.Second, want: 0.3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, busiest(tt.used, tt.window)); diff != "" {
+				t.Errorf("busiest (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
