@@ -13,7 +13,8 @@
 //	go run ./bench/cmd/bench -n 200 -without-rollout  # only the managers' own requests
 //
 // For each implementation in turn it measures converge (N Welcomes created at once until all
-// Ready), memory, restart (a fresh manager until every Welcome was reconciled), update
+// Ready), memory, restart (a fresh manager until every Welcome was reconciled, once the memory
+// phase's objects are gone and the control plane is quiet), update
 // (spec.replicas on all N until Ready) and delete (until no Welcome and no child is left), counting
 // the manager's API requests per verb client side; it does so -rounds times (default
 // bench.DefaultRounds, 4; the order of the implementations reversed every other round) and reports
