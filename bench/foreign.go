@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/ownership"
-	"github.com/convergo-dev/convergo/testing/cluster"
 )
 
 // foreignPerCR is how many objects that are not the implementation's the memory measurement creates per
@@ -24,7 +23,10 @@ const foreignPerCR = 10
 
 // foreignLabels mark the objects foreign creates. The cluster copies them onto what it makes for those
 // objects: the EndpointSlices and Endpoints of the foreign Services.
-var foreignLabels = map[string]string{"bench.convergo.dev/foreign": "true"}
+var foreignLabels = map[string]string{foreignLabel: "true"}
+
+// foreignLabel is the key of foreignLabels.
+const foreignLabel = "bench.convergo.dev/foreign"
 
 // foreignPodLabel is the key of the foreign Deployments' selector, which their ReplicaSets carry.
 const foreignPodLabel = "foreign"
@@ -72,7 +74,7 @@ func (r *run) foreign(ctx context.Context, heapAfter runtime.MemStats) (float64,
 		}
 	}
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "foreign-marker", Namespace: r.ns,
-		Labels: map[string]string{"bench.convergo.dev/foreign": "true", ownership.LabelOwnerUID: "none"}}}
+		Labels: map[string]string{foreignLabel: "true", ownership.LabelOwnerUID: "none"}}}
 	if err := c.Create(ctx, marker, client.FieldOwner("someone-else")); err != nil {
 		return 0, 0, fmt.Errorf("create marker: %w", err)
 	}
@@ -88,16 +90,13 @@ func (r *run) foreign(ctx context.Context, heapAfter runtime.MemStats) (float64,
 	return float64(int64(grown.HeapAlloc)-int64(heapAfter.HeapAlloc)) / float64(count), count, nil
 }
 
-// Control-plane quiet after the foreign objects' deletion: each of quietComponents uses at most
+// Control-plane quiet after the foreign objects' deletion: each of serverComponents uses at most
 // quietCPU of a core over a quietWindow, looked for during at most quietWait.
 const (
 	quietCPU    = 0.1
 	quietWindow = time.Second
 	quietWait   = time.Minute
 )
-
-// quietComponents are the components whose work the deletion of the foreign objects sets off.
-var quietComponents = []string{"kube-apiserver", "etcd", "kube-controller-manager"}
 
 // foreignGone waits until the objects foreign made and deleted are gone with what the cluster made for
 // them (the foreign Deployments' ReplicaSets, the foreign Services' EndpointSlices and Endpoints), then
@@ -130,21 +129,16 @@ func (r *run) foreignGone(ctx context.Context) error {
 	return nil
 }
 
-// quietControlPlane waits until, over one quietWindow, no component of quietComponents used more than
+// quietControlPlane waits until, over one quietWindow, no component of serverComponents used more than
 // quietCPU of a core, and reports whether that happened within quietWait. Without process access to
 // the cluster it reports true at once.
 func (r *run) quietControlPlane(ctx context.Context) (bool, error) {
-	cl := r.env.Cluster()
-	if cl == nil {
+	if r.env.Cluster() == nil {
 		return true, nil
 	}
 	read := func() map[string]time.Duration {
-		out := map[string]time.Duration{}
-		for _, comp := range quietComponents {
-			if d, err := cl.CPUTime(cluster.Component(comp)); err == nil {
-				out[comp] = d
-			}
-		}
+		out := r.serverCPU()
+		delete(out, processComponent) // the driver and the stopped manager's informers, not the cluster
 		return out
 	}
 	deadline := time.Now().Add(quietWait)
