@@ -51,6 +51,7 @@ func medianPhase(ps []Phase) Phase {
 		ServerCPUAboveIdleSeconds: medianFloatMap(ps, func(p Phase) map[string]float64 {
 			return p.ServerCPUAboveIdleSeconds
 		}),
+		BusyCores: medianOf(ps, func(p Phase) float64 { return p.BusyCores }),
 	}
 }
 

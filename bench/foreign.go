@@ -139,6 +139,7 @@ func (r *run) quietControlPlane(ctx context.Context) (bool, error) {
 	read := func() map[string]time.Duration {
 		out := r.serverCPU()
 		delete(out, processComponent) // the driver and the stopped manager's informers, not the cluster
+		delete(out, machineComponent) // the cluster and the driver together
 		return out
 	}
 	deadline := time.Now().Add(quietWait)

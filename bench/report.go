@@ -39,18 +39,22 @@ type Phase struct {
 	// collector had also deleted the ReplicaSets and Pods of the deleted Deployments (0 in the other
 	// phases).
 	DrainedSeconds float64 `json:"drainedSeconds,omitempty"`
-	// ServerCPUSeconds is the CPU time kube-apiserver, etcd and kube-controller-manager (by component
-	// name) used from the start of the phase until the manager went quiet and, for delete, the
+	// ServerCPUSeconds is the CPU time kube-apiserver, etcd, kube-controller-manager, kube-scheduler
+	// and kwok (by component name) used from the start of the phase until the manager went quiet and, for delete, the
 	// garbage collector had finished (DrainedSeconds): the load the phase put on the control plane,
 	// steadier than wall-clock time on a busy machine. The API server's includes the requests of the
 	// other components the phase set off (Deployments rolling out, the garbage collector), which are
 	// the same for every implementation. "manager process" is the bench process's own CPU time: the
-	// manager under measurement and the driver.
+	// manager under measurement and the driver; "machine" is every process of the machine together.
 	ServerCPUSeconds map[string]float64 `json:"serverCPUSeconds,omitempty"`
 	// ServerCPUAboveIdleSeconds is, per component of ServerCPUSeconds, its CPU time beyond what the
 	// component uses idle (Result.IdleCPUPerSecond) over a window as long as the phase's: the work of
 	// the phase without the background, which would otherwise weigh more in a longer phase.
 	ServerCPUAboveIdleSeconds map[string]float64 `json:"serverCPUAboveIdleSeconds,omitempty"`
+	// BusyCores is the machine's CPU time in the window of ServerCPUSeconds divided by the window's
+	// length: how many cores were busy on average. Near the machine's core count, the phase was bound
+	// by the CPU, and its time follows the CPU every process used, not the latency of any one request.
+	BusyCores float64 `json:"busyCores,omitempty"`
 }
 
 // WriteCount returns the number of write requests.
@@ -286,6 +290,9 @@ func (r *Report) Rows() []Row {
 				add(ph.name+": "+comp+" CPU", "ms per CR", func(x Result) float64 { return get(x).ServerCPUSeconds[comp] * 1000 / n })
 			}
 		}
+		if r.anyResult(func(x Result) bool { return get(x).BusyCores > 0 }) {
+			add(ph.name+": CPU in use", "cores", func(x Result) float64 { return get(x).BusyCores })
+		}
 		if r.anyResult(func(x Result) bool { _, ok := get(x).ServerCPUAboveIdleSeconds[aboveIdleComponent]; return ok }) {
 			add(ph.name+": "+aboveIdleComponent+" CPU above idle", "ms per CR", func(x Result) float64 {
 				return get(x).ServerCPUAboveIdleSeconds[aboveIdleComponent] * 1000 / n
@@ -313,17 +320,21 @@ func (r *Report) Rows() []Row {
 }
 
 // serverComponents are the control-plane components whose CPU time the bench reports. The
-// controller manager's work (Deployments rolling out, the garbage collector) is set off by the phase
-// and should be the same for every implementation; a difference there means the implementation made
-// it work more.
-var serverComponents = []string{"kube-apiserver", "etcd", "kube-controller-manager"}
+// controller manager's, the scheduler's and kwok's work (Deployments rolling out, pods scheduled and
+// started, the garbage collector) is set off by the phase and should be the same for every
+// implementation; a difference there means the implementation made them work more.
+var serverComponents = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"}
 
 // processComponent names, among the CPU figures, the bench process itself: the manager under
 // measurement, plus the driver's requests and watches, which are the same for every implementation.
 const processComponent = "manager process"
 
+// machineComponent names, among the CPU figures, every process of the machine together (the busy
+// time of /proc/stat): the control plane, the bench process and anything else that ran.
+const machineComponent = "machine"
+
 // cpuComponents are the CPU figures of a phase, in the order the report shows them.
-var cpuComponents = append(slices.Clone(serverComponents), processComponent)
+var cpuComponents = append(slices.Clone(serverComponents), processComponent, machineComponent)
 
 // aboveIdleComponent is the component whose CPU above idle the report shows: the API server, the
 // figure of issue #18's targets.

@@ -26,7 +26,7 @@ func sampleReport() *Report {
 					Writes: map[string]int{"create configmaps": 10, "create deployments": 10, "create services": 10, "patch welcomes": 10, "patch welcomes/status": 10}, Reconciles: 30, ReconcileSeconds: 0.5,
 					MeanLatencySeconds: map[string]float64{"create": 0.010, "patch": 0.020, "create configmaps": 0.008, "create deployments": 0.012,
 						"create services": 0.010, "patch welcomes": 0.015, "patch welcomes/status": 0.025},
-					ServerCPUSeconds: map[string]float64{"kube-apiserver": 0.8, "etcd": 0.2}},
+					ServerCPUSeconds: map[string]float64{"kube-apiserver": 0.8, "etcd": 0.2, "machine": 3.2}, BusyCores: 1.6},
 				Restart: Phase{Seconds: 0.5, Requests: 4, ByVerb: map[string]int{"watch": 4}, Writes: map[string]int{}, Reconciles: 10},
 				Update:  Phase{Seconds: 1, Requests: 20, ByVerb: map[string]int{"patch": 20}, Writes: map[string]int{"patch deployments": 10, "patch welcomes/status": 10}, Reconciles: 20},
 				Delete:  Phase{Seconds: 1.5, DrainedSeconds: 2.5, Requests: 40, ByVerb: map[string]int{"delete": 30, "patch": 10}, Writes: map[string]int{"delete services": 10, "delete deployments": 10, "delete configmaps": 10, "patch welcomes": 10}, Reconciles: 40},
@@ -38,7 +38,7 @@ func sampleReport() *Report {
 					Writes: map[string]int{"create configmaps": 10, "create deployments": 10, "create services": 10, "update welcomes/status": 70}, Reconciles: 30, ReconcileSeconds: 1,
 					MeanLatencySeconds: map[string]float64{"create": 0.010, "update": 0.0125, "create configmaps": 0.009, "create deployments": 0.011,
 						"create services": 0.010, "update welcomes/status": 0.0125},
-					ServerCPUSeconds: map[string]float64{"kube-apiserver": 1.2, "etcd": 0.3}},
+					ServerCPUSeconds: map[string]float64{"kube-apiserver": 1.2, "etcd": 0.3, "machine": 7.6}, BusyCores: 1.9},
 				Restart: Phase{Seconds: 0.4, Requests: 34, ByVerb: map[string]int{"watch": 4, "update": 30}, Writes: map[string]int{"update welcomes/status": 30}, Reconciles: 10},
 				Update:  Phase{Seconds: 1, Requests: 90, ByVerb: map[string]int{"update": 90}, Writes: map[string]int{"update welcomes/status": 90}, Reconciles: 30},
 				Delete:  Phase{Seconds: 3, DrainedSeconds: 4, Requests: 0, ByVerb: map[string]int{}, Writes: map[string]int{}, Reconciles: 40},
@@ -92,6 +92,8 @@ Run 2026-07-01T12:00:00Z with go1.26.0. Command: ` + "`go run ./bench/cmd/bench 
 | converge: time in reconciles (ms per CR) | 50 | 100 | 0.50 |
 | converge: kube-apiserver CPU (ms per CR) | 80 | 120 | 0.67 |
 | converge: etcd CPU (ms per CR) | 20 | 30 | 0.67 |
+| converge: machine CPU (ms per CR) | 320 | 760 | 0.42 |
+| converge: CPU in use (cores) | 1.60 | 1.90 | 0.84 |
 | converge: mean create latency (ms) | 10 | 10 | 1.00 |
 | converge: mean update latency (ms) | 0 | 12.50 | 0.00 |
 | converge: mean patch latency (ms) | 20 | 0 | n/a |

@@ -705,7 +705,9 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	p.ReconcileSeconds = recAfter.seconds - recBefore.seconds
 	p.MeanLatencySeconds = r.latency.means()
 	p.ServerCPUSeconds = cpuSince(cpuBefore, r.serverCPU())
-	p.ServerCPUAboveIdleSeconds = aboveIdle(p.ServerCPUSeconds, r.idle, time.Since(start))
+	window := time.Since(start)
+	p.ServerCPUAboveIdleSeconds = aboveIdle(p.ServerCPUSeconds, r.idle, window)
+	p.BusyCores = p.ServerCPUSeconds[machineComponent] / window.Seconds()
 	if drained != nil {
 		p.DrainedSeconds = drainedAfter.Seconds()
 	}
@@ -736,13 +738,16 @@ func (r *run) waitFor(ctx context.Context, log logr.Logger, what string, every t
 	})
 }
 
-// serverCPU reads the CPU time of the serverComponents and of this process (processComponent); a
-// component it cannot read is left out (a cluster without process access, a component restarted by a
-// fault).
+// serverCPU reads the CPU time of the serverComponents, of this process (processComponent) and of the
+// whole machine (machineComponent); a component it cannot read is left out (a cluster without process
+// access, a component restarted by a fault, a machine without /proc/stat).
 func (r *run) serverCPU() map[string]time.Duration {
 	out := map[string]time.Duration{}
 	if d, err := processCPU(); err == nil {
 		out[processComponent] = d
+	}
+	if d, err := cluster.MachineCPUTime(); err == nil {
+		out[machineComponent] = d
 	}
 	c := r.env.Cluster()
 	if c == nil {

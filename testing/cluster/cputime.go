@@ -20,3 +20,16 @@ func (c *Cluster) CPUTime(comp Component) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// MachineCPUTime returns the CPU time every process of the machine has used since it booted: the
+// busy times of /proc/stat (user, nice, system, irq, softirq and steal; not idle or I/O wait), summed
+// over all cores. Take it before and after a stretch of work and divide the difference by the elapsed
+// time: the result is the number of cores that were busy, which says whether the work was bound by
+// the machine's CPU. It counts everything that ran, not only the cluster. It is available on Linux only.
+func MachineCPUTime() (time.Duration, error) {
+	d, err := machineCPUTime()
+	if err != nil {
+		return 0, fmt.Errorf("cpu time of the machine: %w", err)
+	}
+	return d, nil
+}

@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/convergo-dev/convergo/testing/internal/procstat"
@@ -40,4 +43,39 @@ func parseStatCPU(stat string) (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / clockTicksPerSecond, nil
+}
+
+// machineCPUTime reads the busy times of all cores from /proc/stat.
+func machineCPUTime() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseMachineStat(b)
+}
+
+// parseMachineStat returns the busy time in the "cpu" line of /proc/stat (the sum over all cores):
+// user, nice, system, irq, softirq and steal, in clock ticks. Idle and iowait are not busy; guest
+// time is already counted in user.
+func parseMachineStat(stat []byte) (time.Duration, error) {
+	sc := bufio.NewScanner(bytes.NewReader(stat))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || fields[0] != "cpu" {
+			continue
+		}
+		if len(fields) < 9 {
+			return 0, fmt.Errorf("parse /proc/stat: %d fields in the cpu line, want at least 9", len(fields))
+		}
+		var ticks int64
+		for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system [idle iowait] irq softirq steal
+			n, err := strconv.ParseInt(fields[i], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse /proc/stat: cpu time %q: %w", fields[i], err)
+			}
+			ticks += n
+		}
+		return time.Duration(ticks) * time.Second / clockTicksPerSecond, nil
+	}
+	return 0, fmt.Errorf("parse /proc/stat: no cpu line")
 }
