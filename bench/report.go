@@ -51,9 +51,10 @@ type Phase struct {
 	// component uses idle (Result.IdleCPUPerSecond) over a window as long as the phase's: the work of
 	// the phase without the background, which would otherwise weigh more in a longer phase.
 	ServerCPUAboveIdleSeconds map[string]float64 `json:"serverCPUAboveIdleSeconds,omitempty"`
-	// BusyCores is the machine's CPU time in the window of ServerCPUSeconds divided by the window's
-	// length: how many cores were busy on average. Near the machine's core count, the phase was bound
-	// by the CPU, and its time follows the CPU every process used, not the latency of any one request.
+	// BusyCores is the machine's CPU time from the start of the phase to its goal divided by that time
+	// (Seconds): how many cores every process together kept busy on average. Near the machine's core
+	// count, the phase was bound by the CPU, and its time follows the CPU every process used, not the
+	// latency of any one request.
 	BusyCores float64 `json:"busyCores,omitempty"`
 }
 

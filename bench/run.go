@@ -682,7 +682,8 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 		return Phase{}, err
 	}
 	elapsed := time.Since(start)
-	log.Info("goal reached", "after", since(start))
+	busy := busyCores(cpuBefore[machineComponent], elapsed)
+	log.Info("goal reached", "after", since(start), "cpuInUse", busy)
 	var drainedAfter time.Duration
 	if drained != nil {
 		if err := r.waitFor(ctx, log, "drained", every, deadline, drained); err != nil {
@@ -705,9 +706,8 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	p.ReconcileSeconds = recAfter.seconds - recBefore.seconds
 	p.MeanLatencySeconds = r.latency.means()
 	p.ServerCPUSeconds = cpuSince(cpuBefore, r.serverCPU())
-	window := time.Since(start)
-	p.ServerCPUAboveIdleSeconds = aboveIdle(p.ServerCPUSeconds, r.idle, window)
-	p.BusyCores = p.ServerCPUSeconds[machineComponent] / window.Seconds()
+	p.ServerCPUAboveIdleSeconds = aboveIdle(p.ServerCPUSeconds, r.idle, time.Since(start))
+	p.BusyCores = busy
 	if drained != nil {
 		p.DrainedSeconds = drainedAfter.Seconds()
 	}
@@ -806,6 +806,16 @@ func aboveIdle(used, idle map[string]float64, window time.Duration) map[string]f
 		}
 	}
 	return out
+}
+
+// busyCores returns how many cores the machine's processes kept busy on average since the machine's
+// CPU time was before, elapsed ago; 0 when the machine's CPU time cannot be read (then before is 0 too).
+func busyCores(before, elapsed time.Duration) float64 {
+	now, err := cluster.MachineCPUTime()
+	if err != nil || before == 0 || elapsed <= 0 {
+		return 0
+	}
+	return (now - before).Seconds() / elapsed.Seconds()
 }
 
 // processCPU returns the CPU time (user and system) this process has used.

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/testing/cluster"
 )
 
 // TestIsReadyAndObserved covers the two goals of a Welcome: Ready for its generation (a full
@@ -95,6 +96,35 @@ func TestAboveIdle(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, aboveIdle(tc.used, tc.idle, tc.window)); diff != "" {
 				t.Errorf("aboveIdle (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBusyCores reads the cores in use around busy work of this process, and no figure without a
+// first reading or a time.
+func TestBusyCores(t *testing.T) {
+	before, err := cluster.MachineCPUTime()
+	if err != nil {
+		t.Skipf("no machine cpu time here: %v", err)
+	}
+	start := time.Now()
+	for time.Since(start) < 200*time.Millisecond {
+	}
+	elapsed := time.Since(start)
+	cases := map[string]struct {
+		before, elapsed time.Duration
+		busy            bool
+	}{
+		"busy work":        {before: before, elapsed: elapsed, busy: true},
+		"no first reading": {before: 0, elapsed: elapsed},
+		"no time":          {before: before, elapsed: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := busyCores(tc.before, tc.elapsed)
+			if diff := cmp.Diff(tc.busy, got > 0); diff != "" {
+				t.Errorf("busyCores = %v (-want busy +got):\n%s", got, diff)
 			}
 		})
 	}
