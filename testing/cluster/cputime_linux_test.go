@@ -39,26 +39,6 @@ func TestParseStatCPU(t *testing.T) {
 	}
 }
 
-// TestProcessCPUTimeGrows reads the test binary's own CPU time around some work.
-func TestProcessCPUTimeGrows(t *testing.T) {
-	before, err := processCPUTime(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(300 * time.Millisecond)
-	x := 0
-	for time.Now().Before(deadline) {
-		x++
-	}
-	after, err := processCPUTime(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after <= before {
-		t.Errorf("cpu time %s after busy work, %s before: want it to grow (%d iterations)", after, before, x)
-	}
-}
-
 func TestParseMachineStat(t *testing.T) {
 	cases := map[string]struct {
 		stat    string
@@ -88,22 +68,30 @@ func TestParseMachineStat(t *testing.T) {
 	}
 }
 
-// TestMachineCPUTimeGrows reads the machine's CPU time around busy work of this process.
-func TestMachineCPUTimeGrows(t *testing.T) {
-	before, err := MachineCPUTime()
-	if err != nil {
-		t.Fatal(err)
+// TestCPUTimeGrows reads the test binary's own CPU time and the machine's around some work.
+func TestCPUTimeGrows(t *testing.T) {
+	readers := map[string]func() (time.Duration, error){
+		"process": func() (time.Duration, error) { return processCPUTime(os.Getpid()) },
+		"machine": MachineCPUTime,
 	}
-	deadline := time.Now().Add(300 * time.Millisecond)
-	x := 0
-	for time.Now().Before(deadline) {
-		x++
-	}
-	after, err := MachineCPUTime()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after <= before {
-		t.Errorf("machine cpu time %s after busy work, %s before: want it to grow (%d iterations)", after, before, x)
+	for name, read := range readers {
+		t.Run(name, func(t *testing.T) {
+			before, err := read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(300 * time.Millisecond)
+			x := 0
+			for time.Now().Before(deadline) {
+				x++
+			}
+			after, err := read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after <= before {
+				t.Errorf("cpu time %s after busy work, %s before: want it to grow (%d iterations)", after, before, x)
+			}
+		})
 	}
 }
