@@ -42,10 +42,11 @@ type Phase struct {
 	// ServerCPUSeconds is the CPU time kube-apiserver, etcd, kube-controller-manager, kube-scheduler
 	// and kwok (by component name) used from the start of the phase until the manager went quiet
 	// and, for delete, the garbage collector had finished (DrainedSeconds): the load the phase put on
-	// the control plane, steadier than wall-clock time on a busy machine. The API server's includes the requests of the
-	// other components the phase set off (Deployments rolling out, the garbage collector), which are
-	// the same for every implementation. "manager process" is the bench process's own CPU time: the
-	// manager under measurement and the driver; "machine" is every process of the machine together.
+	// the control plane, steadier than wall-clock time on a busy machine. The API server's includes
+	// the requests of the other components the phase set off (Deployments rolling out, the garbage
+	// collector), which are the same for every implementation. "manager process" is the bench
+	// process's own CPU time: the manager under measurement and the driver; "machine" is every
+	// process of the machine together.
 	ServerCPUSeconds map[string]float64 `json:"serverCPUSeconds,omitempty"`
 	// ServerCPUAboveIdleSeconds is, per component of ServerCPUSeconds, its CPU time beyond what the
 	// component uses idle (Result.IdleCPUPerSecond) over a window as long as the phase's: the work of
