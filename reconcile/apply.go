@@ -535,7 +535,7 @@ func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuar
 	if err := c.stamp(); err != nil {
 		return nil, err
 	}
-	body, err := applyBody(c.intent, g)
+	body, err := applyBody(withAppliedIntent(c.intent, c.gvk, c.hash), g)
 	if err != nil {
 		return nil, fmt.Errorf("apply %s: %w", c.what, err)
 	}

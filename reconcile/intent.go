@@ -179,6 +179,7 @@ func reduceMetadata(m any) map[string]any {
 	}
 	if anns, ok := out["annotations"].(map[string]any); ok {
 		delete(anns, AnnotationIntentHash)
+		delete(anns, AnnotationAppliedIntent)
 		if len(anns) == 0 {
 			delete(out, "annotations")
 		}

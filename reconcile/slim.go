@@ -111,7 +111,8 @@ func slim(obj client.Object, gvk schema.GroupVersionKind) {
 	}
 	delete(anns, AnnotationNode)
 	delete(anns, AnnotationDependsOn)
-	delete(anns, AnnotationIntentHash) // the digest covers it
+	delete(anns, AnnotationIntentHash)    // the digest covers it
+	delete(anns, AnnotationAppliedIntent) // so does this
 	anns[AnnotationApplied] = digests
 	obj.SetAnnotations(anns)
 	obj.SetManagedFields(nil)
@@ -227,7 +228,10 @@ func dropLists(v any) any {
 }
 
 // appliedDigests returns the AnnotationApplied value of obj: for each field manager that server-side
-// applied obj (in gvk's version), the digest of the values obj holds in the fields it owns.
+// applied obj (in gvk's version), the digest of the values obj holds in the fields it owns. For the
+// entry that still holds exactly the fields of the Applier's last apply, that is the digest of the
+// intent AnnotationAppliedIntent records (see sealedDigest), which the values would give: nobody
+// changed them, or the field would no longer be in the entry.
 func appliedDigests(obj client.Object, gvk schema.GroupVersionKind) (string, error) {
 	var tv *typed.TypedValue
 	var out []string
@@ -237,6 +241,10 @@ func appliedDigests(obj client.Object, gvk schema.GroupVersionKind) (string, err
 		}
 		if gvk.Kind != "" && mf.APIVersion != gvk.GroupVersion().String() {
 			continue // recorded in another version: its paths may not be this version's
+		}
+		if digest, ok := sealedDigest(obj, mf); ok {
+			out = append(out, mf.Manager+"="+digest)
+			continue
 		}
 		if tv == nil {
 			var err error

@@ -1,0 +1,155 @@
+package reconcile
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// AnnotationAppliedIntent is written with every server-side apply the Applier sends: the digest of
+// the intent applied (its IntentHash, cut to 32 hex digits) and a digest of the fields that apply
+// sets as the API server records them for the field manager ("intent.fields"). While the field
+// manager's managedFields entry still holds exactly those fields, nobody has changed a value the
+// apply set, because server-side apply moves a field to whoever changes or removes it. SlimCache then
+// takes the intent's digest from this annotation instead of reading the applied values out of the
+// object (see SlimCache); any other entry is digested from its values, as before.
+const AnnotationAppliedIntent = "convergo.dev/applied-intent"
+
+// strippedFields are the paths the API server leaves out of every field manager's set (the
+// stripMeta manager of k8s.io/apimachinery's managedfields).
+var strippedFields = fieldpath.NewSet(
+	fieldpath.MakePathOrDie("apiVersion"),
+	fieldpath.MakePathOrDie("kind"),
+	fieldpath.MakePathOrDie("metadata"),
+	fieldpath.MakePathOrDie("metadata", "name"),
+	fieldpath.MakePathOrDie("metadata", "namespace"),
+	fieldpath.MakePathOrDie("metadata", "creationTimestamp"),
+	fieldpath.MakePathOrDie("metadata", "selfLink"),
+	fieldpath.MakePathOrDie("metadata", "uid"),
+	fieldpath.MakePathOrDie("metadata", "clusterName"),
+	fieldpath.MakePathOrDie("metadata", "generation"),
+	fieldpath.MakePathOrDie("metadata", "managedFields"),
+	fieldpath.MakePathOrDie("metadata", "resourceVersion"),
+)
+
+// insertLeaves inserts into set the fields of v, found at path, as a custom resource's schema makes
+// them by default: every field of an object, and each list whole (atomic).
+func insertLeaves(set *fieldpath.Set, path fieldpath.Path, v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		set.Insert(path)
+		return
+	}
+	for k, e := range m {
+		insertLeaves(set, append(path.Copy(), fieldpath.PathElement{FieldName: &k}), e)
+	}
+}
+
+// fieldsDigest is the digest of a managedFields entry's fields, as the API server serialized them.
+func fieldsDigest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:digestLen]
+}
+
+// withAppliedIntent returns intent, of kind gvk and with the intent hash hash, with
+// AnnotationAppliedIntent set; intent itself is left as it is. It returns intent unchanged when the
+// set of fields cannot be told (a value the kind's schema refuses): a slim cache then digests the
+// child's values.
+func withAppliedIntent(intent map[string]any, gvk schema.GroupVersionKind, hash string) map[string]any {
+	md, _ := intent["metadata"].(map[string]any)
+	md = maps.Clone(md)
+	if md == nil {
+		md = map[string]any{}
+	}
+	anns, _ := md["annotations"].(map[string]any)
+	anns = maps.Clone(anns)
+	if anns == nil {
+		anns = map[string]any{}
+	}
+	anns[AnnotationAppliedIntent] = "" // its key is one of the fields applied; the value is not
+	md["annotations"] = anns
+	sealed := maps.Clone(intent)
+	sealed["metadata"] = md
+	fields, ok := appliedFieldsDigest(sealed, gvk)
+	if !ok {
+		return intent
+	}
+	anns[AnnotationAppliedIntent] = hash[:digestLen] + "." + fields
+	return sealed
+}
+
+// appliedFieldsDigest returns the fieldsDigest of the managedFields entry the API server records for
+// an apply of body, of kind gvk: the set of body's fields less strippedFields. A built-in kind's
+// fields are found by the schema client-go ships for it. Other kinds (custom resources) are read with
+// the schema of object metadata for their metadata and every other list taken as atomic, as a
+// custom resource definition's schema does unless it says otherwise (one that does makes a set the
+// API server records otherwise, which costs only the shortcut). false when body does not fit the
+// schema.
+func appliedFieldsDigest(body map[string]any, gvk schema.GroupVersionKind) (string, bool) {
+	raw, err := appliedFieldsJSON(body, gvk)
+	if err != nil {
+		return "", false
+	}
+	return fieldsDigest(raw), true
+}
+
+// appliedFieldsJSON returns the managedFields entry (FieldsV1) the API server records for an apply of
+// body, of kind gvk (see appliedFieldsDigest).
+func appliedFieldsJSON(body map[string]any, gvk schema.GroupVersionKind) ([]byte, error) {
+	set, err := appliedFields(body, gvk)
+	if err != nil {
+		return nil, err
+	}
+	return set.Difference(strippedFields).ToJSON()
+}
+
+// appliedFields returns the set of fields of body, of kind gvk (see appliedFieldsDigest).
+func appliedFields(body map[string]any, gvk schema.GroupVersionKind) (*fieldpath.Set, error) {
+	if schemaFor(gvk) != nil {
+		tv, err := builtinTypes().ObjectToTyped(&unstructured.Unstructured{Object: body})
+		if err != nil {
+			return nil, err
+		}
+		return tv.ToFieldSet()
+	}
+	set := &fieldpath.Set{}
+	for k, v := range body {
+		if k != "metadata" {
+			insertLeaves(set, fieldpath.Path{{FieldName: &k}}, v)
+		}
+	}
+	md, ok := body["metadata"]
+	if !ok {
+		return set, nil
+	}
+	// Any built-in kind reads metadata with the schema of ObjectMeta (owner references keyed by uid).
+	meta, err := builtinTypes().ObjectToTyped(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md}})
+	if err != nil {
+		return nil, err
+	}
+	metaSet, err := meta.ToFieldSet()
+	if err != nil {
+		return nil, err
+	}
+	return set.Union(metaSet), nil
+}
+
+// sealedDigest returns the intent digest AnnotationAppliedIntent records for a field manager's
+// entry mf of obj, when mf still holds exactly the fields of that apply; false otherwise (another
+// apply, a field taken or removed since, no annotation).
+func sealedDigest(obj metav1.Object, mf metav1.ManagedFieldsEntry) (string, bool) {
+	intent, fields, ok := strings.Cut(obj.GetAnnotations()[AnnotationAppliedIntent], ".")
+	if !ok || len(intent) != digestLen || len(fields) != digestLen || mf.FieldsV1 == nil {
+		return "", false
+	}
+	if fieldsDigest(mf.FieldsV1.Raw) != fields {
+		return "", false
+	}
+	return intent, true
+}
