@@ -3,23 +3,65 @@ package reconcile
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"maps"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // AnnotationAppliedIntent is written with every server-side apply the Applier sends: the digest of
-// the intent applied (its IntentHash, cut to 32 hex digits) and a digest of the fields that apply
-// sets as the API server records them for the field manager ("intent.fields"). While the field
-// manager's managedFields entry still holds exactly those fields, nobody has changed a value the
-// apply set, because server-side apply moves a field to whoever changes or removes it. SlimCache then
-// takes the intent's digest from this annotation instead of reading the applied values out of the
-// object (see SlimCache); any other entry is digested from its values, as before.
+// the intent applied (its IntentHash, cut to 32 hex digits), a digest of the fields that apply sets
+// as the API server records them for the field manager, and a digest of the desired object the
+// intent came from ("intent.fields.desired"). While the field manager's managedFields entry still
+// holds exactly those fields, nobody has changed a value the apply set, because server-side apply
+// moves a field to whoever changes or removes it. SlimCache then takes the intent's digest from this
+// annotation instead of reading the applied values out of the object, and the Applier finds a child
+// whose desired object is the same as at that apply unchanged without computing the intent (see
+// SlimCache); any other entry is digested from its values, as before.
 const AnnotationAppliedIntent = "convergo.dev/applied-intent"
+
+// intentEncoding names the rules by which Intent turns a desired object into an intent. It is part of
+// every desiredDigest: a Convergo whose rules differ must not take a digest of an earlier one's
+// desired object for its own intent. Change it whenever Intent's output changes.
+const intentEncoding = "convergo-intent-1"
+
+// protoObject is a built-in API type: its protobuf encoding is deterministic (map keys sorted) and
+// holds every field.
+type protoObject interface {
+	Marshal() ([]byte, error)
+	ProtoMessage()
+}
+
+// desiredDigest returns a digest of obj, a prepared desired object of kind gvk, cheap to compute
+// (5 µs for a Deployment, against 100 for its intent and hash): two desired objects of the same
+// digest have the same intent. Built-in types are digested in protobuf, others in JSON; "" when obj
+// cannot be encoded.
+func desiredDigest(obj client.Object, gvk schema.GroupVersionKind) string {
+	var data []byte
+	var err error
+	format := "json"
+	if p, ok := obj.(protoObject); ok {
+		format = "protobuf"
+		data, err = p.Marshal()
+	} else {
+		data, err = json.Marshal(obj)
+	}
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	for _, s := range []string{intentEncoding, gvk.String(), format} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))[:digestLen]
+}
 
 // strippedFields are the paths the API server leaves out of every field manager's set (the
 // stripMeta manager of k8s.io/apimachinery's managedfields).
@@ -57,11 +99,14 @@ func fieldsDigest(raw []byte) string {
 	return hex.EncodeToString(sum[:])[:digestLen]
 }
 
-// withAppliedIntent returns intent, of kind gvk and with the intent hash hash, with
-// AnnotationAppliedIntent set; intent itself is left as it is. It returns intent unchanged when the
-// set of fields cannot be told (a value the kind's schema refuses): a slim cache then digests the
-// child's values.
-func withAppliedIntent(intent map[string]any, gvk schema.GroupVersionKind, hash string) map[string]any {
+// withAppliedIntent returns intent, of kind gvk, with the intent hash hash, from a desired object of
+// desiredDigest desired, with AnnotationAppliedIntent set; intent itself is left as it is. It returns
+// intent unchanged when the set of fields cannot be told (a value the kind's schema refuses) or
+// desired is empty: a slim cache then digests the child's values.
+func withAppliedIntent(intent map[string]any, gvk schema.GroupVersionKind, hash, desired string) map[string]any {
+	if desired == "" {
+		return intent
+	}
 	md, _ := intent["metadata"].(map[string]any)
 	md = maps.Clone(md)
 	if md == nil {
@@ -80,7 +125,7 @@ func withAppliedIntent(intent map[string]any, gvk schema.GroupVersionKind, hash 
 	if !ok {
 		return intent
 	}
-	anns[AnnotationAppliedIntent] = hash[:digestLen] + "." + fields
+	anns[AnnotationAppliedIntent] = hash[:digestLen] + "." + fields + "." + desired
 	return sealed
 }
 
@@ -140,16 +185,21 @@ func appliedFields(body map[string]any, gvk schema.GroupVersionKind) (*fieldpath
 	return set.Union(metaSet), nil
 }
 
-// sealedDigest returns the intent digest AnnotationAppliedIntent records for a field manager's
-// entry mf of obj, when mf still holds exactly the fields of that apply; false otherwise (another
-// apply, a field taken or removed since, no annotation).
-func sealedDigest(obj metav1.Object, mf metav1.ManagedFieldsEntry) (string, bool) {
-	intent, fields, ok := strings.Cut(obj.GetAnnotations()[AnnotationAppliedIntent], ".")
-	if !ok || len(intent) != digestLen || len(fields) != digestLen || mf.FieldsV1 == nil {
-		return "", false
+// sealedDigest returns the intent digest and the desired object's digest AnnotationAppliedIntent
+// records for a field manager's entry mf of obj, when mf still holds exactly the fields of that
+// apply; false otherwise (another apply, a field taken or removed since, no annotation).
+func sealedDigest(obj metav1.Object, mf metav1.ManagedFieldsEntry) (intent, desired string, ok bool) {
+	parts := strings.Split(obj.GetAnnotations()[AnnotationAppliedIntent], ".")
+	if len(parts) != 3 || mf.FieldsV1 == nil {
+		return "", "", false
 	}
-	if fieldsDigest(mf.FieldsV1.Raw) != fields {
-		return "", false
+	for _, p := range parts {
+		if len(p) != digestLen {
+			return "", "", false
+		}
 	}
-	return intent, true
+	if fieldsDigest(mf.FieldsV1.Raw) != parts[1] {
+		return "", "", false
+	}
+	return parts[0], parts[2], true
 }

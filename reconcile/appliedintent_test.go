@@ -2,15 +2,20 @@ package reconcile
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -85,7 +90,7 @@ func TestSealedDigest(t *testing.T) {
 			if tc.change != nil {
 				tc.change(t, live)
 			}
-			sealed, ok := sealedDigest(live, live.GetManagedFields()[0])
+			sealed, _, ok := sealedDigest(live, live.GetManagedFields()[0])
 			digest := digestOf(live, appsv1.SchemeGroupVersion.WithKind("Deployment"), "convergo")
 			want := [3]any{tc.wantSealed, tc.wantIntent, tc.wantSealed}
 			if diff := cmp.Diff(want, [3]any{ok, digest == hash[:digestLen], sealed == digest}); diff != "" {
@@ -109,7 +114,7 @@ func sealedBy(t *testing.T, manager string, desired client.Object) (client.Objec
 		t.Fatal(err)
 	}
 	setIntentHash(intent, hash)
-	body := withAppliedIntent(intent, gvk, hash)
+	body := withAppliedIntent(intent, gvk, hash, desiredDigest(desired, gvk))
 	if _, ok := body["metadata"].(map[string]any)["annotations"].(map[string]any)[AnnotationAppliedIntent]; !ok {
 		t.Fatal("no applied intent annotation")
 	}
@@ -147,4 +152,146 @@ func dropOwned(t *testing.T, obj client.Object, path fieldpath.Path) {
 	}
 	mfs[0].FieldsV1 = &metav1.FieldsV1{Raw: raw}
 	obj.SetManagedFields(mfs)
+}
+
+// TestDesiredDigest: equal desired objects have equal digests, whatever the order their maps are
+// iterated in; any field of the object changes it, typed (protobuf) or not (JSON).
+func TestDesiredDigest(t *testing.T) {
+	gvk := appsv1.SchemeGroupVersion.WithKind("Deployment")
+	base := desiredDigest(slimDeployment(), gvk)
+	asUnstructured := func(d *appsv1.Deployment) client.Object {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &unstructured.Unstructured{Object: m}
+	}
+	cases := map[string]struct {
+		obj  client.Object
+		gvk  schema.GroupVersionKind
+		same bool
+	}{
+		"the same object": {obj: slimDeployment(), gvk: gvk, same: true},
+		"another image": {gvk: gvk, obj: func() client.Object {
+			d := slimDeployment()
+			d.Spec.Template.Spec.Containers[0].Image = "web:2"
+			return d
+		}()},
+		"replicas set to zero": {gvk: gvk, obj: func() client.Object {
+			d := slimDeployment()
+			d.Spec.Replicas = ptr.To[int32](0)
+			return d
+		}()},
+		"another owner": {gvk: gvk, obj: func() client.Object {
+			d := slimDeployment()
+			d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: "u2"}}
+			return d
+		}()},
+		"another kind": {gvk: appsv1.SchemeGroupVersion.WithKind("StatefulSet"), obj: slimDeployment()},
+		"unstructured": {gvk: gvk, obj: asUnstructured(slimDeployment())},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := desiredDigest(tc.obj, tc.gvk)
+			if len(got) != digestLen {
+				t.Fatalf("digest %q", got)
+			}
+			if diff := cmp.Diff(tc.same, got == base); diff != "" {
+				t.Errorf("same digest as the base object (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Maps are iterated in a random order: the encodings sort their keys.
+	many := slimDeployment()
+	for i := range 50 {
+		many.Labels[fmt.Sprintf("key-%d", i)] = "v"
+	}
+	for _, obj := range []client.Object{many, asUnstructured(many)} {
+		want := desiredDigest(obj, gvk)
+		for range 20 {
+			if got := desiredDigest(obj.DeepCopyObject().(client.Object), gvk); got != want {
+				t.Fatalf("%T with 51 labels: digest %s, then %s", obj, want, got)
+			}
+		}
+	}
+}
+
+// TestApplierTrustsTheDesiredDigest: a slim copy our last apply vouches for, of the very desired
+// object being applied, holds it without the intent being computed; another desired object, or a copy
+// whose fields someone took, is judged from the intent.
+func TestApplierTrustsTheDesiredDigest(t *testing.T) {
+	gvk := appsv1.SchemeGroupVersion.WithKind("Deployment")
+	cases := map[string]struct {
+		desired    func(*appsv1.Deployment)
+		taken      bool
+		want       bool
+		wantIntent bool // the intent was computed
+	}{
+		"the same desired object":    {want: true},
+		"new replicas":               {desired: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }, wantIntent: true},
+		"an image someone else took": {taken: true, wantIntent: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := NewApplier(fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build(), clientgoscheme.Scheme)
+			owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: "ns", UID: "owner-uid"}}
+			first, err := a.newCall(owner, slimDeployment())
+			if err != nil {
+				t.Fatal(err)
+			}
+			live, _ := sealedBy(t, a.FieldManager(), first.obj)
+			if tc.taken {
+				live.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Image = "theirs:1"
+				dropOwned(t, live, fieldpath.MakePathOrDie("spec", "template", "spec", "containers",
+					fieldpath.KeyByFields("name", "web"), "image"))
+			}
+			slim(live, gvk)
+			desired := slimDeployment()
+			if tc.desired != nil {
+				tc.desired(desired)
+			}
+			c, err := a.newCall(owner, desired)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := a.holds(c, live)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([2]bool{tc.want, tc.wantIntent}, [2]bool{got, c.intent != nil}); diff != "" {
+				t.Errorf("holds, intent computed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// BenchmarkHoldsSlim is the drift check of one converged Deployment read from a slim cache: a copy
+// the Applier's last apply vouches for (no intent computed), and one digested from its values (the
+// intent and its hash computed and compared).
+func BenchmarkHoldsSlim(b *testing.B) {
+	t := &testing.T{}
+	gvk := appsv1.SchemeGroupVersion.WithKind("Deployment")
+	a := NewApplier(fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build(), clientgoscheme.Scheme)
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: "ns", UID: "owner-uid"}}
+	c, err := a.newCall(owner, slimDeployment())
+	if err != nil {
+		b.Fatal(err)
+	}
+	sealed, _ := sealedBy(t, a.FieldManager(), c.obj)
+	values, _ := appliedBy(t, a.FieldManager(), c.obj)
+	for name, live := range map[string]client.Object{"sealed": sealed, "values": values} {
+		slim(live, gvk)
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := a.newCall(owner, slimDeployment())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if same, _, err := a.holds(c, live); err != nil || !same {
+					b.Fatalf("holds = %t, %v", same, err)
+				}
+			}
+		})
+	}
 }

@@ -239,10 +239,39 @@ type applyCall struct {
 	gvk    schema.GroupVersionKind
 	id     objectID
 	what   string
+	scheme *runtime.Scheme
+	// intent and hash are computed when first needed (see computeIntent): a slim copy that records
+	// the same desired object (see desiredDigest) needs neither.
 	intent map[string]any
 	hash   string
 	// stamped: intent carries AnnotationIntentHash (set when first needed, see stamp).
 	stamped bool
+	// desired is desiredDigest of obj, computed when first needed.
+	desired string
+}
+
+// desiredDigest returns the digest of the prepared desired object (see desiredDigest), once.
+func (c *applyCall) desiredDigest() string {
+	if c.desired == "" {
+		c.desired = desiredDigest(c.obj, c.gvk)
+	}
+	return c.desired
+}
+
+// computeIntent computes the intent of the prepared desired object and its hash, once.
+func (c *applyCall) computeIntent() error {
+	if c.intent != nil {
+		return nil
+	}
+	intent, err := Intent(c.obj, c.scheme)
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", c.what, err)
+	}
+	if c.hash, err = IntentHash(intent); err != nil {
+		return fmt.Errorf("apply %s: %w", c.what, err)
+	}
+	c.intent = intent
+	return nil
 }
 
 // stamp sets AnnotationIntentHash on the intent, once: only a write and the comparison with a whole
@@ -250,6 +279,9 @@ type applyCall struct {
 func (c *applyCall) stamp() error {
 	if c.stamped {
 		return nil
+	}
+	if err := c.computeIntent(); err != nil {
+		return err
 	}
 	h, err := shapeHash(c.intent)
 	if err != nil {
@@ -267,7 +299,8 @@ func (c *applyCall) ownerUID() types.UID {
 	return c.owner.GetUID()
 }
 
-// newCall prepares a copy of desired (namespace, ownership, tracking) and computes its intent.
+// newCall prepares a copy of desired (namespace, ownership, tracking); its intent is computed when
+// needed.
 func (a *Applier) newCall(owner, desired client.Object) (*applyCall, error) {
 	obj, ok := desired.DeepCopyObject().(client.Object)
 	if !ok {
@@ -280,14 +313,8 @@ func (a *Applier) newCall(owner, desired client.Object) (*applyCall, error) {
 	if err := a.prepare(owner, obj, gvk); err != nil {
 		return nil, err
 	}
-	c := &applyCall{owner: owner, obj: obj, gvk: gvk, id: idOf(gvk.GroupKind(), obj)}
+	c := &applyCall{owner: owner, obj: obj, gvk: gvk, id: idOf(gvk.GroupKind(), obj), scheme: a.scheme}
 	c.what = kobj.DescribeKey(gvk.Kind, c.id.key)
-	if c.intent, err = Intent(obj, a.scheme); err != nil {
-		return nil, fmt.Errorf("apply %s: %w", c.what, err)
-	}
-	if c.hash, err = IntentHash(c.intent); err != nil {
-		return nil, fmt.Errorf("apply %s: %w", c.what, err)
-	}
 	return c, nil
 }
 
@@ -381,6 +408,9 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 	if same {
 		return live, OperationUnchanged, nil
 	}
+	if err := c.computeIntent(); err != nil {
+		return live, "", err
+	}
 	if a.known.lagging(c.id, live, c.hash) {
 		logf.FromContext(ctx).V(1).Info("cache has not seen our last write yet; not writing again", "object", c.what)
 		return live, OperationUnchanged, nil
@@ -390,7 +420,7 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 	switch {
 	case err == nil:
 		a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), live.GetResourceVersion(), result, c.hash, false)
-		if _, slimmed := appliedDigest(live, a.cfg.fieldManager); slimmed {
+		if _, _, slimmed := appliedDigest(live, a.cfg.fieldManager); slimmed {
 			a.remember(c, result)
 		}
 		return result, OperationUpdated, nil
@@ -414,11 +444,18 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 // semantics (see isSubset), and the intent hash annotation (the intent's shape, so that a field
 // dropped from the intent counts); path is the first difference.
 func (a *Applier) holds(c *applyCall, live client.Object) (bool, string, error) {
-	if digest, slimmed := appliedDigest(live, a.cfg.fieldManager); slimmed {
+	if digest, desired, slimmed := appliedDigest(live, a.cfg.fieldManager); slimmed {
 		// A copy a SlimCache keeps: its digest is all that is left of the fields we applied. A digest
 		// that does not say the child holds the intent means a write, without a read first: the
 		// intent changed, or someone changed a field we applied (it is no longer ours), and the
 		// apply, guarded by the UID, makes the child hold the intent again in one request.
+		if desired != "" && desired == c.desiredDigest() {
+			// Our last apply, of this very desired object, still holds: its intent is this one.
+			return true, "", nil
+		}
+		if err := c.computeIntent(); err != nil {
+			return false, "", err
+		}
 		return a.digestHolds(c, live.GetUID(), digest), "metadata.annotations." + AnnotationApplied, nil
 	}
 	if err := c.stamp(); err != nil {
@@ -535,7 +572,7 @@ func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuar
 	if err := c.stamp(); err != nil {
 		return nil, err
 	}
-	body, err := applyBody(withAppliedIntent(c.intent, c.gvk, c.hash), g)
+	body, err := applyBody(withAppliedIntent(c.intent, c.gvk, c.hash, c.desiredDigest()), g)
 	if err != nil {
 		return nil, fmt.Errorf("apply %s: %w", c.what, err)
 	}

@@ -11,7 +11,8 @@ import (
 func SealedDigest(obj client.Object, manager string) (string, bool) {
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager == manager && mf.Subresource == "" {
-			return sealedDigest(obj, mf)
+			digest, _, ok := sealedDigest(obj, mf)
+			return digest, ok
 		}
 	}
 	return "", false

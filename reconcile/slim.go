@@ -242,8 +242,8 @@ func appliedDigests(obj client.Object, gvk schema.GroupVersionKind) (string, err
 		if gvk.Kind != "" && mf.APIVersion != gvk.GroupVersion().String() {
 			continue // recorded in another version: its paths may not be this version's
 		}
-		if digest, ok := sealedDigest(obj, mf); ok {
-			out = append(out, mf.Manager+"="+digest)
+		if digest, desired, ok := sealedDigest(obj, mf); ok {
+			out = append(out, mf.Manager+"="+digest+"."+desired)
 			continue
 		}
 		if tv == nil {
@@ -310,24 +310,28 @@ func extractedDigest(applied map[string]any, obj client.Object, gvk schema.Group
 	return hash[:digestLen], nil
 }
 
-// appliedDigest returns the digest of manager on a copy SlimCache keeps; slimmed is false for any other
-// object (a whole one, from the API server or a LeanCache).
-func appliedDigest(obj client.Object, manager string) (digest string, slimmed bool) {
+// appliedDigest returns the digest of manager on a copy SlimCache keeps, and the digest of the desired
+// object of the Applier's apply it comes from when AnnotationAppliedIntent vouched for it (else
+// empty); slimmed is false for any other object (a whole one, from the API server or a LeanCache).
+func appliedDigest(obj client.Object, manager string) (digest, desired string, slimmed bool) {
 	v, slimmed := obj.GetAnnotations()[AnnotationApplied]
 	if !slimmed {
-		return "", false
+		return "", "", false
 	}
-	return managerDigest(v, manager), true
+	digest, desired = managerDigest(v, manager)
+	return digest, desired, true
 }
 
-// managerDigest returns manager's digest in digests, an AnnotationApplied value; empty when it has none.
-func managerDigest(digests, manager string) string {
+// managerDigest returns manager's digest in digests, an AnnotationApplied value, and the digest of the
+// desired object that follows it after a dot, if any; empty when it has none.
+func managerDigest(digests, manager string) (digest, desired string) {
 	for entry := range strings.SplitSeq(digests, ",") {
 		if m, d, ok := strings.Cut(entry, "="); ok && m == manager {
-			return d
+			digest, desired, _ = strings.Cut(d, ".")
+			return digest, desired
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // digestOf returns the digest of what manager applied to obj, a whole object with its managedFields
@@ -337,5 +341,6 @@ func digestOf(obj client.Object, gvk schema.GroupVersionKind, manager string) st
 	if err != nil {
 		return ""
 	}
-	return managerDigest(digests, manager)
+	digest, _ := managerDigest(digests, manager)
+	return digest
 }

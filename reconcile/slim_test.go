@@ -145,7 +145,7 @@ func TestSlimCacheDigest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			digest, slimmed := appliedDigest(out.(client.Object), "convergo")
+			digest, _, slimmed := appliedDigest(out.(client.Object), "convergo")
 			if !slimmed {
 				t.Fatalf("not slimmed: %v", out.(client.Object).GetAnnotations())
 			}
@@ -185,7 +185,7 @@ func TestSlimCacheKeeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := again.(*appsv1.Deployment)
-	digest, _ := appliedDigest(got, "convergo")
+	digest, _, _ := appliedDigest(got, "convergo")
 	want := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1",
 			Labels:          map[string]string{"seen-by": "default-transform"},
@@ -218,7 +218,7 @@ func TestAppliedDigest(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d, slimmed := appliedDigest(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Annotations: tc.anns}}, "convergo")
+			d, _, slimmed := appliedDigest(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Annotations: tc.anns}}, "convergo")
 			if diff := cmp.Diff([2]any{tc.want, tc.wantSlimmed}, [2]any{d, slimmed}); diff != "" {
 				t.Error(diff)
 			}
@@ -273,6 +273,9 @@ func TestApplierRemembersWhatTheServerChanged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := c.computeIntent(); err != nil {
+				t.Fatal(err)
+			}
 			answer, hash := appliedBy(t, a.FieldManager(), c.obj)
 			if hash != c.hash {
 				t.Fatalf("intent hash %s, the Applier's %s", hash, c.hash)
@@ -309,7 +312,7 @@ func TestSlimCacheKeepsWhatItCannotDigest(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := out.(*appsv1.Deployment)
-		_, slimmed := appliedDigest(d, "convergo")
+		_, _, slimmed := appliedDigest(d, "convergo")
 		if diff := cmp.Diff([3]any{false, 1, 0}, [3]any{slimmed, len(d.Spec.Template.Spec.Containers), len(d.ManagedFields)}); diff != "" {
 			t.Errorf("(slimmed, containers, managedFields) (-want +got):\n%s", diff)
 		}
