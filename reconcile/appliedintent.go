@@ -14,16 +14,24 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
-// AnnotationAppliedIntent is written with every server-side apply the Applier sends: the digest of
-// the intent applied (its IntentHash, cut to 32 hex digits), a digest of the fields that apply sets
-// as the API server records them for the field manager, and a digest of the desired object the
-// intent came from ("intent.fields.desired"). While the field manager's managedFields entry still
-// holds exactly those fields, nobody has changed a value the apply set, because server-side apply
-// moves a field to whoever changes or removes it. SlimCache then takes the intent's digest from this
-// annotation instead of reading the applied values out of the object, and the Applier finds a child
-// whose desired object is the same as at that apply unchanged without computing the intent (see
-// SlimCache); any other entry is digested from its values, as before.
-const AnnotationAppliedIntent = "convergo.dev/applied-intent"
+// LabelAppliedIntent is a label the Applier sets with every server-side apply it sends: three digests
+// of 80 bits (20 hex digits), "intent.fields.desired". intent is the start of the applied intent's
+// IntentHash; fields is a digest of the fields that apply sets, as the API server records them for
+// the field manager; desired is a digest of the desired object the intent came from. While the field
+// manager's managedFields entry still holds exactly those fields, nobody has changed a value the
+// apply set, because server-side apply moves a field to whoever changes or removes it. SlimCache then
+// takes the intent's digest from this label instead of reading the applied values out of the
+// object, and the Applier finds a child whose desired object is the same as at that apply unchanged
+// without computing the intent (see SlimCache); any other entry is digested from its values.
+//
+// It is a label and not an annotation because its value changes with every new intent (a new
+// replicas count): the Deployment controller copies a Deployment's annotations to its ReplicaSet,
+// which would cost it a write of its own at each change, and copies no label.
+const LabelAppliedIntent = "convergo.dev/applied-intent"
+
+// recordLen is how many hex digits each digest of LabelAppliedIntent keeps (80 bits: three fit in a
+// label value's 63 characters).
+const recordLen = 20
 
 // intentEncoding names the rules by which Intent turns a desired object into an intent. It is part of
 // every desiredDigest: a Convergo whose rules differ must not take a digest of an earlier one's
@@ -60,7 +68,7 @@ func desiredDigest(obj client.Object, gvk schema.GroupVersionKind) string {
 		h.Write([]byte{0})
 	}
 	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))[:digestLen]
+	return hex.EncodeToString(h.Sum(nil))[:recordLen]
 }
 
 // strippedFields are the paths the API server leaves out of every field manager's set (the
@@ -96,11 +104,11 @@ func insertLeaves(set *fieldpath.Set, path fieldpath.Path, v any) {
 // fieldsDigest is the digest of a managedFields entry's fields, as the API server serialized them.
 func fieldsDigest(raw []byte) string {
 	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:])[:digestLen]
+	return hex.EncodeToString(sum[:])[:recordLen]
 }
 
 // withAppliedIntent returns intent, of kind gvk, with the intent hash hash, from a desired object of
-// desiredDigest desired, with AnnotationAppliedIntent set; intent itself is left as it is. It returns
+// desiredDigest desired, with LabelAppliedIntent set; intent itself is left as it is. It returns
 // intent unchanged when the set of fields cannot be told (a value the kind's schema refuses) or
 // desired is empty: a slim cache then digests the child's values.
 func withAppliedIntent(intent map[string]any, gvk schema.GroupVersionKind, hash, desired string) map[string]any {
@@ -112,20 +120,20 @@ func withAppliedIntent(intent map[string]any, gvk schema.GroupVersionKind, hash,
 	if md == nil {
 		md = map[string]any{}
 	}
-	anns, _ := md["annotations"].(map[string]any)
-	anns = maps.Clone(anns)
-	if anns == nil {
-		anns = map[string]any{}
+	labels, _ := md["labels"].(map[string]any)
+	labels = maps.Clone(labels)
+	if labels == nil {
+		labels = map[string]any{}
 	}
-	anns[AnnotationAppliedIntent] = "" // its key is one of the fields applied; the value is not
-	md["annotations"] = anns
+	labels[LabelAppliedIntent] = "" // its key is one of the fields applied; the value is not
+	md["labels"] = labels
 	sealed := maps.Clone(intent)
 	sealed["metadata"] = md
 	fields, ok := appliedFieldsDigest(sealed, gvk)
 	if !ok {
 		return intent
 	}
-	anns[AnnotationAppliedIntent] = hash[:digestLen] + "." + fields + "." + desired
+	labels[LabelAppliedIntent] = hash[:recordLen] + "." + fields + "." + desired
 	return sealed
 }
 
@@ -185,16 +193,16 @@ func appliedFields(body map[string]any, gvk schema.GroupVersionKind) (*fieldpath
 	return set.Union(metaSet), nil
 }
 
-// sealedDigest returns the intent digest and the desired object's digest AnnotationAppliedIntent
-// records for a field manager's entry mf of obj, when mf still holds exactly the fields of that
-// apply; false otherwise (another apply, a field taken or removed since, no annotation).
+// sealedDigest returns the intent digest and the desired object's digest LabelAppliedIntent records
+// for a field manager's entry mf of obj, when mf still holds exactly the fields of that apply; false
+// otherwise (another apply, a field taken or removed since, no label).
 func sealedDigest(obj metav1.Object, mf metav1.ManagedFieldsEntry) (intent, desired string, ok bool) {
-	parts := strings.Split(obj.GetAnnotations()[AnnotationAppliedIntent], ".")
+	parts := strings.Split(obj.GetLabels()[LabelAppliedIntent], ".")
 	if len(parts) != 3 || mf.FieldsV1 == nil {
 		return "", "", false
 	}
 	for _, p := range parts {
-		if len(p) != digestLen {
+		if len(p) != recordLen {
 			return "", "", false
 		}
 	}
@@ -202,4 +210,10 @@ func sealedDigest(obj metav1.Object, mf metav1.ManagedFieldsEntry) (intent, desi
 		return "", "", false
 	}
 	return parts[0], parts[2], true
+}
+
+// digestMatches reports whether digest, a digest of at least recordLen hex digits, is the start of the
+// intent hash hash.
+func digestMatches(digest, hash string) bool {
+	return len(digest) >= recordLen && len(digest) <= len(hash) && hash[:len(digest)] == digest
 }

@@ -342,7 +342,7 @@ func (a *Applier) current(ctx context.Context, c *applyCall) (client.Object, err
 
 // digestHolds reports whether a child of uid whose applied digest is digest holds c's intent.
 func (a *Applier) digestHolds(c *applyCall, uid types.UID, digest string) bool {
-	return digest == c.hash[:digestLen] || a.known.holdsDigest(uid, digest, c.hash)
+	return digestMatches(digest, c.hash) || a.known.holdsDigest(uid, digest, c.hash)
 }
 
 // remember records the digest of result, the answer to a write of c's intent over a slim cached copy,
@@ -350,7 +350,7 @@ func (a *Applier) digestHolds(c *applyCall, uid types.UID, digest string) bool {
 // copy with that digest then holds the intent without a write. (After a create it is not computed: the
 // first slim copy that does not hold the intent costs one write, which remembers.)
 func (a *Applier) remember(c *applyCall, result client.Object) {
-	if digest := digestOf(result, c.gvk, a.cfg.fieldManager); digest != "" && digest != c.hash[:digestLen] {
+	if digest := digestOf(result, c.gvk, a.cfg.fieldManager); digest != "" && !digestMatches(digest, c.hash) {
 		a.known.holds(result.GetUID(), digest, c.hash)
 	}
 }

@@ -19,11 +19,11 @@ func SealedDigest(obj client.Object, manager string) (string, bool) {
 }
 
 // ValuesDigest is the digest of the values obj holds in the fields manager applied, read from the
-// values themselves (obj without AnnotationAppliedIntent), for the tests of reconcile_test.
+// values themselves (obj without LabelAppliedIntent), for the tests of reconcile_test.
 func ValuesDigest(obj client.Object, gvk schema.GroupVersionKind, manager string) string {
 	unsealed := obj.DeepCopyObject().(client.Object)
-	anns := maps.Clone(unsealed.GetAnnotations())
-	delete(anns, AnnotationAppliedIntent)
-	unsealed.SetAnnotations(anns)
+	labels := maps.Clone(unsealed.GetLabels())
+	delete(labels, LabelAppliedIntent)
+	unsealed.SetLabels(labels)
 	return digestOf(unsealed, gvk, manager)
 }

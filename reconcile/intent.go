@@ -179,9 +179,19 @@ func reduceMetadata(m any) map[string]any {
 	}
 	if anns, ok := out["annotations"].(map[string]any); ok {
 		delete(anns, AnnotationIntentHash)
-		delete(anns, AnnotationAppliedIntent)
 		if len(anns) == 0 {
 			delete(out, "annotations")
+		}
+	}
+	if labels, ok := out["labels"].(map[string]any); ok {
+		if _, ok := labels[LabelAppliedIntent]; ok {
+			labels = maps.Clone(labels)
+			delete(labels, LabelAppliedIntent)
+			if len(labels) == 0 {
+				delete(out, "labels")
+			} else {
+				out["labels"] = labels
+			}
 		}
 	}
 	return out

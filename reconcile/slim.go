@@ -45,7 +45,10 @@ const digestLen = 32
 // reconcile does not write again.
 // Fields others added (an injected sidecar, an autoscaler's replicas) change no digest and wake nothing.
 // The digest comes from the object itself, so a restarted controller finds its converged children
-// unchanged without a request.
+// unchanged without a request. A child the Applier wrote carries LabelAppliedIntent: while the
+// field manager's entry holds exactly the fields of that apply, the digest is taken from it without
+// reading a value, and the Applier finds a child whose desired object is the same as then unchanged
+// without computing its intent.
 //
 // What a cached child no longer holds is the price: a ReadyWhen check or a Status hook that reads a
 // dropped list or map of a child (a pod template, a ConfigMap's data, a Service's selector) sees it
@@ -111,10 +114,13 @@ func slim(obj client.Object, gvk schema.GroupVersionKind) {
 	}
 	delete(anns, AnnotationNode)
 	delete(anns, AnnotationDependsOn)
-	delete(anns, AnnotationIntentHash)    // the digest covers it
-	delete(anns, AnnotationAppliedIntent) // so does this
+	delete(anns, AnnotationIntentHash) // the digest covers it
 	anns[AnnotationApplied] = digests
 	obj.SetAnnotations(anns)
+	if labels := obj.GetLabels(); labels[LabelAppliedIntent] != "" {
+		delete(labels, LabelAppliedIntent) // so does this
+		obj.SetLabels(labels)
+	}
 	obj.SetManagedFields(nil)
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		for k, v := range u.Object {
@@ -230,7 +236,7 @@ func dropLists(v any) any {
 // appliedDigests returns the AnnotationApplied value of obj: for each field manager that server-side
 // applied obj (in gvk's version), the digest of the values obj holds in the fields it owns. For the
 // entry that still holds exactly the fields of the Applier's last apply, that is the digest of the
-// intent AnnotationAppliedIntent records (see sealedDigest), which the values would give: nobody
+// intent LabelAppliedIntent records (see sealedDigest), which the values would give: nobody
 // changed them, or the field would no longer be in the entry.
 func appliedDigests(obj client.Object, gvk schema.GroupVersionKind) (string, error) {
 	var tv *typed.TypedValue
@@ -311,7 +317,7 @@ func extractedDigest(applied map[string]any, obj client.Object, gvk schema.Group
 }
 
 // appliedDigest returns the digest of manager on a copy SlimCache keeps, and the digest of the desired
-// object of the Applier's apply it comes from when AnnotationAppliedIntent vouched for it (else
+// object of the Applier's apply it comes from when LabelAppliedIntent vouched for it (else
 // empty); slimmed is false for any other object (a whole one, from the API server or a LeanCache).
 func appliedDigest(obj client.Object, manager string) (digest, desired string, slimmed bool) {
 	v, slimmed := obj.GetAnnotations()[AnnotationApplied]

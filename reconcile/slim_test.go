@@ -227,7 +227,7 @@ func TestAppliedDigest(t *testing.T) {
 }
 
 // BenchmarkSlimDeployment measures the transform of one Deployment as an informer delivers it: as
-// the Applier writes it (AnnotationAppliedIntent vouches for the intent), and digested from its values
+// the Applier writes it (LabelAppliedIntent vouches for the intent), and digested from its values
 // (an apply without that annotation, or a field taken by someone else since).
 func BenchmarkSlimDeployment(b *testing.B) {
 	t := &testing.T{}
