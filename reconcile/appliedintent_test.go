@@ -100,40 +100,6 @@ func TestSealedDigest(t *testing.T) {
 	}
 }
 
-// sealedBy returns desired as the API server holds it after the Applier applied it with field
-// manager manager, LabelAppliedIntent included, and the intent hash.
-func sealedBy(t *testing.T, manager string, desired client.Object) (client.Object, string) {
-	t.Helper()
-	gvk := appsv1.SchemeGroupVersion.WithKind("Deployment")
-	intent, err := Intent(desired, clientgoscheme.Scheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hash, err := IntentHash(intent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	setIntentHash(intent, hash)
-	body := withAppliedIntent(intent, gvk, hash, desiredDigest(desired, gvk))
-	if _, ok := body["metadata"].(map[string]any)["labels"].(map[string]any)[LabelAppliedIntent]; !ok {
-		t.Fatal("no applied intent label")
-	}
-	raw, err := appliedFieldsJSON(body, gvk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := &appsv1.Deployment{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(runtime.DeepCopyJSON(body), live); err != nil {
-		t.Fatal(err)
-	}
-	live.SetUID("uid-1")
-	live.SetManagedFields([]metav1.ManagedFieldsEntry{{
-		Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: gvk.GroupVersion().String(),
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw},
-	}})
-	return live, hash
-}
-
 // dropOwned removes path from the fields of obj's first managedFields entry, as the API server does
 // when another field manager takes it.
 func dropOwned(t *testing.T, obj client.Object, path fieldpath.Path) {

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -19,13 +17,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
-// appliedBy returns what the API server holds after manager server-side applied desired: the intent,
-// with the managedFields entry that records its fields, and the intent's hash.
+// appliedBy returns what the API server holds after manager server-side applied desired without
+// LabelAppliedIntent (an earlier Convergo, another tool), so that a cache digests its values: the
+// intent, with the managedFields entry that records its fields, and the intent's hash.
 func appliedBy(t *testing.T, manager string, desired client.Object) (client.Object, string) {
 	t.Helper()
+	return appliedAs(t, manager, desired, false)
+}
+
+// sealedBy is appliedBy as the Applier applies: with LabelAppliedIntent.
+func sealedBy(t *testing.T, manager string, desired client.Object) (client.Object, string) {
+	t.Helper()
+	return appliedAs(t, manager, desired, true)
+}
+
+// appliedAs is appliedBy, with LabelAppliedIntent when labelled.
+func appliedAs(t *testing.T, manager string, desired client.Object, labelled bool) (client.Object, string) {
+	t.Helper()
+	gvk, err := apiutil.GVKForObject(desired, clientgoscheme.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
 	intent, err := Intent(desired, clientgoscheme.Scheme)
 	if err != nil {
 		t.Fatal(err)
@@ -35,35 +49,26 @@ func appliedBy(t *testing.T, manager string, desired client.Object) (client.Obje
 		t.Fatal(err)
 	}
 	setIntentHash(intent, hash)
-	tv, err := builtinTypes().ObjectToTyped(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(intent)})
-	if err != nil {
-		t.Fatal(err)
+	if labelled {
+		intent = withAppliedIntent(intent, gvk, hash, desiredDigest(desired, gvk))
+		if _, ok := intent["metadata"].(map[string]any)["labels"].(map[string]any)[LabelAppliedIntent]; !ok {
+			t.Fatal("no applied intent label")
+		}
 	}
-	set, err := tv.ToFieldSet()
+	// The fields the API server records (TestIntegrationAppliedIntent compares them with its own).
+	raw, err := appliedFieldsJSON(intent, gvk)
 	if err != nil {
-		t.Fatal(err)
-	}
-	// The API server does not record the identity as owned fields.
-	set = set.Difference(fieldpath.NewSet(
-		fieldpath.MakePathOrDie("apiVersion"), fieldpath.MakePathOrDie("kind"),
-		fieldpath.MakePathOrDie("metadata", "name"), fieldpath.MakePathOrDie("metadata", "namespace")))
-	var raw bytes.Buffer
-	if err := set.ToJSONStream(&raw); err != nil {
 		t.Fatal(err)
 	}
 	live := desired.DeepCopyObject().(client.Object)
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(intent, live); err != nil {
-		t.Fatal(err)
-	}
-	gvk, err := apiutil.GVKForObject(desired, clientgoscheme.Scheme)
-	if err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(runtime.DeepCopyJSON(intent), live); err != nil {
 		t.Fatal(err)
 	}
 	live.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{}) // as informers hold typed objects
 	live.SetUID("uid-1")
 	live.SetManagedFields([]metav1.ManagedFieldsEntry{{
 		Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: gvk.GroupVersion().String(),
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw.Bytes()},
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw},
 	}})
 	return live, hash
 }
