@@ -4,7 +4,6 @@ package reconcile_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -104,7 +103,12 @@ func TestIntegrationAppliedIntent(t *testing.T) {
 			}
 			created := f.mustApply(t, a, desired, reconcile.OperationCreated)
 			// Gone before the next test: the controllers of other tests watch Widgets everywhere.
-			t.Cleanup(func() { deleteAndWait(t, direct, created) })
+			t.Cleanup(func() {
+				if err := direct.Delete(context.WithoutCancel(t.Context()), created); err != nil && !apierrors.IsNotFound(err) {
+					t.Fatal(err)
+				}
+				harness.WaitForDeletion(t, direct, created, waitTimeout)
+			})
 			live := kobj.New(desired)
 			if err := direct.Get(t.Context(), client.ObjectKeyFromObject(created), live); err != nil {
 				t.Fatal(err)
@@ -132,17 +136,4 @@ func TestIntegrationAppliedIntent(t *testing.T) {
 			}
 		})
 	}
-}
-
-// deleteAndWait deletes obj and waits until the API server no longer has it.
-func deleteAndWait(t *testing.T, c client.Client, obj client.Object) {
-	t.Helper()
-	ctx := context.Background() // t.Context() is done by the time cleanups run
-	if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, waitTimeout, func() (bool, string) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(obj), kobj.New(obj))
-		return apierrors.IsNotFound(err), fmt.Sprintf("%s still there (get: %v)", obj.GetName(), err)
-	})
 }
