@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -166,6 +167,27 @@ func TestDesiredDigest(t *testing.T) {
 				t.Errorf("same digest as the base object (-want +got):\n%s", diff)
 			}
 		})
+	}
+	// Built-in types are encoded in protobuf (a tenth of JSON's cost), everything else in JSON.
+	formats := map[string]struct {
+		obj  client.Object
+		want string
+	}{
+		"Deployment":   {obj: slimDeployment(), want: "protobuf"},
+		"Service":      {obj: &corev1.Service{}, want: "protobuf"},
+		"ConfigMap":    {obj: &corev1.ConfigMap{}, want: "protobuf"},
+		"ClusterRole":  {obj: &rbacv1.ClusterRole{}, want: "protobuf"},
+		"StatefulSet":  {obj: &appsv1.StatefulSet{}, want: "json"}, // volumeClaimTemplates' TypeMeta
+		"unstructured": {obj: asUnstructured(slimDeployment()), want: "json"},
+	}
+	for name, tc := range formats {
+		got, _, err := encodeDesired(tc.obj)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: encoding (-want +got):\n%s", name, diff)
+		}
 	}
 	// Maps are iterated in a random order: the encodings sort their keys.
 	many := slimDeployment()
