@@ -612,3 +612,83 @@ func TestIntegrationReconcilerPrunesWhatShrankWhileDown(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationReconcilerDeletesWhatShrankWhileDown: a Widget's graph stopped declaring a ConfigMap
+// while no controller ran, and the Widget is deleted: its finalizer goes only once the child it no
+// longer declares is gone too, also when the cache lags. After the declared children are gone, the
+// deletion lists a kind for leftovers only when the counts kept from the child events show one may be
+// there. A cache that never shows the children ("filtered") cannot find a child this controller never
+// wrote: the Widget is finalized and that child stays.
+func TestIntegrationReconcilerDeletesWhatShrankWhileDown(t *testing.T) {
+	for _, v := range cacheVariants {
+		t.Run(v.name, func(t *testing.T) {
+			env := harness.Default()
+			wc := setupWidgets(t, env)
+			ns := env.Namespace(t)
+			// Suspended, so that no reconcile prunes the old child before the deletion; with the
+			// controller's finalizer already, as an earlier controller left it.
+			const fin = "test.convergo.dev/gone"
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: ns, Finalizers: []string{fin},
+				Annotations: map[string]string{reconcile.SuspendAnnotation: "true"}}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
+			if err := wc.Create(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			// What an earlier controller left: the declared config and the child it no longer declares.
+			children := map[string]*corev1.ConfigMap{}
+			for _, name := range []string{"gone-config", "gone-old"} {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"k": "v"}}
+				if err := ownership.Track(w, cm, widgetScheme); err != nil {
+					t.Fatal(err)
+				}
+				if err := wc.Create(t.Context(), cm); err != nil {
+					t.Fatal(err)
+				}
+				children[name] = cm
+			}
+
+			gate := newWatchGateFor("configmaps")
+			opts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
+				o.Scheme = widgetScheme
+				if v.filter {
+					never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
+					o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}}
+				}
+				if v.slim {
+					reconcile.SlimCache(&o.Cache, &corev1.ConfigMap{})
+				}
+			})}
+			mgr := env.StartManager(t, func(mgr manager.Manager) error {
+				rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+					g := reconcile.NewGraph()
+					g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
+					return g, nil
+				}}, reconcile.WithName(fmt.Sprintf("gone-%s-%d", v.name, widgetRuns.Add(1))), reconcile.WithOwns(&corev1.ConfigMap{}),
+					reconcile.WithFinalizer(fin))
+				return rec.SetupWithManager(mgr)
+			}, opts...)
+			for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &testapi.WidgetList{}} {
+				if err := mgr.GetClient().List(t.Context(), l, client.InNamespace(ns)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if v.lag {
+				gate.pause()
+				t.Cleanup(gate.resume)
+			}
+			if err := wc.Delete(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			harness.Eventually(t, waitTimeout, func() (bool, string) {
+				err := wc.Get(t.Context(), client.ObjectKeyFromObject(w), &testapi.Widget{})
+				return apierrors.IsNotFound(err), fmt.Sprintf("the Widget: %v", err)
+			})
+			wantGone := map[string]bool{"gone-config": true, "gone-old": !v.filter}
+			for name, cm := range children {
+				err := wc.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+				if diff := cmp.Diff(wantGone[name], apierrors.IsNotFound(err)); diff != "" {
+					t.Errorf("%s gone after the Widget's finalizer went (-want +got):\n%s (get: %v)", name, diff, err)
+				}
+			}
+		})
+	}
+}

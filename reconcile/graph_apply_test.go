@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -587,5 +590,61 @@ func TestNodeEdgeKindLastDeclarationWins(t *testing.T) {
 	got := []any{n.Dependencies(), n.creationOnly["d"], m.Dependencies(), m.creationOnly["d"]}
 	if diff := cmp.Diff([]any{[]string{"d"}, false, []string{"d"}, true}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestDeleteOwnedListsOnlyWhatMayHold: deleteOwned lists (on the cache) only the kinds mayHold names;
+// a child of another kind that this Applier wrote is still read and deleted, one it never wrote is
+// left to the kinds listed.
+func TestDeleteOwnedListsOnlyWhatMayHold(t *testing.T) {
+	configMaps := schema.GroupKind{Kind: "ConfigMap"}
+	cases := map[string]struct {
+		mayHold     func(schema.GroupKind) bool
+		wantLists   []string
+		wantDeleted []string
+	}{
+		"every kind (DeleteOwned)": {wantLists: []string{"ConfigMapList", "SecretList"}, wantDeleted: []string{"foreign-left", "keep"}},
+		"no kind":                  {mayHold: func(schema.GroupKind) bool { return false }, wantDeleted: []string{"keep"}},
+		"configmaps": {mayHold: func(gk schema.GroupKind) bool { return gk == configMaps },
+			wantLists: []string{"ConfigMapList"}, wantDeleted: []string{"foreign-left", "keep"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var lists []string
+			c := interceptor.NewClient(newFake(t, nil), interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					lists = append(lists, reflect.TypeOf(list).Elem().Name())
+					return c.List(ctx, list, opts...)
+				},
+			})
+			a := NewApplier(c, nil)
+			app := owner("app")
+			if _, err := graphOf("keep").Apply(t.Context(), a, app); err != nil {
+				t.Fatal(err)
+			}
+			left := cm("foreign-left") // tracked by app, written by someone else
+			left.Namespace = "ns"
+			if err := ownership.Track(app, left, a.scheme); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Create(t.Context(), left); err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.deleteOwned(t.Context(), app, []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}, tc.mayHold)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range res.Deleted {
+				got = append(got, d.Object.GetName())
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.wantDeleted, got); diff != "" {
+				t.Errorf("deleted (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantLists, lists); diff != "" {
+				t.Errorf("lists (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

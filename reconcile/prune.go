@@ -108,6 +108,13 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, g *Graph, type
 // counts as gone only when the API server said so or the cache saw the UID we deleted go; each DELETE
 // or release is sent once. On error the result holds what was done before it.
 func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ...client.Object) (*DeleteResult, error) {
+	return a.deleteOwned(ctx, owner, types, nil)
+}
+
+// deleteOwned is DeleteOwned, listing only the kinds mayHold says the cache may hold a child of
+// (every kind when mayHold is nil). The children of the other kinds this Applier wrote or deleted and
+// the cache has not confirmed are still read from the API server.
+func (a *Applier) deleteOwned(ctx context.Context, owner client.Object, types []client.Object, mayHold func(schema.GroupKind) bool) (*DeleteResult, error) {
 	res := &DeleteResult{}
 	listed := map[objectID]bool{}
 	kinds := map[schema.GroupKind]bool{}
@@ -120,6 +127,16 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, types ..
 		}
 	}
 	for _, t := range types {
+		if mayHold != nil {
+			gvk, err := apiutil.GVKForObject(t, a.scheme)
+			if err != nil {
+				return res, fmt.Errorf("delete owned children: %w", err)
+			}
+			if !mayHold(gvk.GroupKind()) {
+				kinds[gvk.GroupKind()] = true
+				continue
+			}
+		}
 		items, gvk, err := a.listTracked(ctx, owner, t)
 		if err != nil {
 			return res, err

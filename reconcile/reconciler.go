@@ -803,7 +803,11 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 			return res, err
 		}
 		typesToDelete = r.mergeTypes(typesToDelete, g.Types())
-		rest, err := r.applier.DeleteOwned(ctx, obj, typesToDelete...)
+		// Every declared child is gone: a kind is listed only if the child counts say the cache may
+		// still hold a child of it (a list scans every cached object of the kind: N^2 label checks
+		// over the deletion of N owners).
+		mayHold := func(gk schema.GroupKind) bool { return r.counts.mayHoldUndeclared(obj.GetUID(), gk, 0) }
+		rest, err := r.applier.deleteOwned(ctx, obj, typesToDelete, mayHold)
 		rest.Deleted = append(res.Deleted, rest.Deleted...)
 		return rest, err
 	}
