@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
 // LabelAppliedIntent is a label the Applier sets with every server-side apply it sends: three digests
@@ -250,12 +252,10 @@ func appliedFieldsJSON(body map[string]any, gvk schema.GroupVersionKind) ([]byte
 
 // appliedFields returns the set of fields of body, of kind gvk (see appliedFieldsDigest).
 func appliedFields(body map[string]any, gvk schema.GroupVersionKind) (*fieldpath.Set, error) {
-	if schemaFor(gvk) != nil {
-		tv, err := builtinTypes().ObjectToTyped(&unstructured.Unstructured{Object: body})
-		if err != nil {
-			return nil, err
-		}
-		return tv.ToFieldSet()
+	if ks := schemaFor(gvk); ks != nil {
+		// Not validated: body comes from a typed object, and a set the API server records otherwise
+		// only fails the label's check (sealedDigest), which then reads the values.
+		return typed.AsTypedUnvalidated(value.NewValueInterface(body), ks.s, ks.root).ToFieldSet()
 	}
 	set := &fieldpath.Set{}
 	for k, v := range body {
