@@ -122,6 +122,8 @@ type reconcilerConfig struct {
 	shard                *sharding.Shard
 	// everyChildChange: every child update wakes the owner (WithEveryChildChange).
 	everyChildChange bool
+	// deletionConcurrent is WithDeletionConcurrency's number.
+	deletionConcurrent int
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -185,6 +187,20 @@ func WithMaxConcurrentReconciles(n int) ReconcilerOption {
 // through the manager.
 func WithDefaultMaxConcurrentReconciles(n int) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.defaultMaxConcurrent = n }
+}
+
+// WithDeletionConcurrency gives the objects being deleted n places of their own: up to n of them are
+// finalized at once, besides the objects reconciled at once otherwise (WithMaxConcurrentReconciles),
+// which wait for one of their own places. A deletion pass is mostly round trips in a row (a layer of
+// children, the next once it is gone, the finalizer), and the garbage collector, which deletes the
+// children of owners that have no finalizer, runs 20 workers (kube-controller-manager's
+// --concurrent-gc-syncs). Default 0: deletions share the workers.
+//
+// The controller runs both numbers of workers on one queue, so an object is still never reconciled
+// twice at once; controller-runtime's worker metrics count them all, and a reconcile's time includes
+// its wait for a place.
+func WithDeletionConcurrency(n int) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.deletionConcurrent = n }
 }
 
 // WithEventRecorder replaces the manager's event recorder (mgr.GetEventRecorder(name)), e.g. with
@@ -274,6 +290,10 @@ type Reconciler[T Object] struct {
 	rateLimiter  workqueue.TypedRateLimiter[ctrl.Request]
 	poll         time.Duration
 	maxConc      int
+	// deletionConc is WithDeletionConcurrency's number; gate, set up with the controller when it is
+	// above 0, holds the places of both lanes.
+	deletionConc int
+	gate         *workerGate
 	metrics      *reconcilerMetrics
 	initErr      error
 	// shard is set by WithSharding.
@@ -325,19 +345,20 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		o(&cfg)
 	}
 	r := &Reconciler[T]{
-		children:    hooks.Children,
-		cleanup:     hooks.Cleanup,
-		statusFn:    hooks.Status,
-		client:      mgr.GetClient(),
-		scheme:      mgr.GetScheme(),
-		cache:       newPromptCache(mgr.GetCache()),
-		poll:        cfg.pollInterval,
-		maxConc:     cfg.maxConcurrent,
-		watches:     cfg.watches,
-		observer:    cfg.observer,
-		rateLimiter: cfg.rateLimiter,
-		watched:     map[schema.GroupVersionKind]client.Object{},
-		finalizing:  map[types.NamespacedName]bool{},
+		children:     hooks.Children,
+		cleanup:      hooks.Cleanup,
+		statusFn:     hooks.Status,
+		client:       mgr.GetClient(),
+		scheme:       mgr.GetScheme(),
+		cache:        newPromptCache(mgr.GetCache()),
+		poll:         cfg.pollInterval,
+		maxConc:      cfg.maxConcurrent,
+		deletionConc: cfg.deletionConcurrent,
+		watches:      cfg.watches,
+		observer:     cfg.observer,
+		rateLimiter:  cfg.rateLimiter,
+		watched:      map[schema.GroupVersionKind]client.Object{},
+		finalizing:   map[types.NamespacedName]bool{},
 	}
 	r.initErr = r.init(mgr, cfg)
 	return r
@@ -450,7 +471,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 			predicate.AnnotationChangedPredicate{},
 			deletionStarted(),
 		))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConc, RateLimiter: r.rateLimiter}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers(mgr), RateLimiter: r.rateLimiter}).
 		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
 		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.known.observer(r.gvk.GroupKind())))
 	r.mu.Lock()
@@ -480,6 +501,27 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	return nil
 }
 
+// workers returns the controller's number of workers: the Reconciler's own (0: the manager's), or,
+// with WithDeletionConcurrency, the places of both lanes, whose gate it sets up.
+func (r *Reconciler[T]) workers(mgr manager.Manager) int {
+	if r.deletionConc <= 0 {
+		return r.maxConc
+	}
+	others := r.maxConc
+	if others <= 0 { // as controller-runtime resolves it
+		opts := mgr.GetControllerOptions()
+		others = opts.GroupKindConcurrency[r.gvk.GroupKind().String()]
+		if others <= 0 {
+			others = opts.MaxConcurrentReconciles
+		}
+		if others <= 0 {
+			others = 1
+		}
+	}
+	r.gate = newWorkerGate(others, r.deletionConc)
+	return others + r.deletionConc
+}
+
 // deletionStarted passes updates that set the deletion timestamp (the API server also bumps the
 // generation then, but this does not rely on it).
 func deletionStarted() predicate.Funcs {
@@ -507,6 +549,16 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	obj, err := r.get(ctx, req)
 	if err != nil || isZero(obj) {
 		return ctrl.Result{}, err
+	}
+	release, waited, err := r.gate.enter(ctx, obj.GetDeletionTimestamp() != nil)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer release()
+	if waited { // read again: the object may have changed meanwhile
+		if obj, err = r.get(ctx, req); err != nil || isZero(obj) {
+			return ctrl.Result{}, err
+		}
 	}
 	if r.shard != nil {
 		end, stop, res, err := r.shardStep(ctx, obj)

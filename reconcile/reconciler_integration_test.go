@@ -551,6 +551,71 @@ func TestIntegrationReconcilerDeletion(t *testing.T) {
 	})
 }
 
+// TestIntegrationReconcilerDeletionConcurrency: with one worker for the Widgets and three places for
+// those being deleted (WithDeletionConcurrency), three deleted Widgets are finalized at once: their
+// cleanups (after every child is gone) overlap, and each waits for the others. Then every Widget and
+// child is gone. With the deletions sharing the one worker, the first cleanup would wait alone.
+func TestIntegrationReconcilerDeletionConcurrency(t *testing.T) {
+	const deleting = 3
+	var (
+		mu           sync.Mutex
+		inside, most int
+		together     = make(chan struct{})
+	)
+	cleanupHook := func(ctx context.Context, w *testapi.Widget) (bool, error) {
+		mu.Lock()
+		inside++
+		if inside > most {
+			most = inside
+			if most == deleting {
+				close(together)
+			}
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			inside--
+			mu.Unlock()
+		}()
+		// Bounded, so that a Reconciler finalizing one Widget at a time still ends (and fails below).
+		select {
+		case <-together:
+		case <-time.After(20 * time.Second):
+		case <-ctx.Done():
+		}
+		return true, nil
+	}
+	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Cleanup: cleanupHook},
+		reconcile.WithMaxConcurrentReconciles(1), reconcile.WithDeletionConcurrency(deleting))
+	var widgets []*testapi.Widget
+	for i := range deleting {
+		w := wt.create(t, fmt.Sprintf("lane-%d", i), testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
+		widgets = append(widgets, w)
+	}
+	for _, w := range widgets {
+		wt.waitWidget(t, w, "its finalizer", func(w *testapi.Widget) bool { return len(w.Finalizers) > 0 })
+		harness.WaitForObject(t, wt.client, client.ObjectKey{Namespace: wt.ns, Name: w.Name + "-config"}, &corev1.ConfigMap{},
+			time.Minute, func(*corev1.ConfigMap) bool { return true })
+	}
+	for _, w := range widgets {
+		if err := wt.client.Delete(t.Context(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range widgets {
+		harness.WaitForDeletion(t, wt.client, w, time.Minute)
+		err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: w.Name + "-config"}, &corev1.ConfigMap{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%s-config still exists after finalization (get: %v)", w.Name, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(deleting, most); diff != "" {
+		t.Errorf("Widgets finalized at once (-want +got):\n%s", diff)
+	}
+}
+
 // TestIntegrationReconcilerKeepsOtherFinalizers: another controller's finalizer on the Widget survives
 // our finalizer handling.
 func TestIntegrationReconcilerKeepsOtherFinalizers(t *testing.T) {

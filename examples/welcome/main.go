@@ -30,6 +30,7 @@ type flags struct {
 	leaderElect   bool
 	leaderElectNS string
 	concurrency   int
+	deletions     int
 	pprofAddr     string
 	// Sharding: several active replicas, each reconciling its share (see package sharding).
 	shardRing, shardMember, shardNamespace string
@@ -44,6 +45,7 @@ func main() {
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&f.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace; required outside a cluster).")
 	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many Welcomes are reconciled at once.")
+	flag.IntVar(&f.deletions, "max-concurrent-deletions", controller.DefaultMaxConcurrentDeletions, "How many Welcomes being deleted are finalized at once, besides the others (0: they share --max-concurrent-reconciles).")
 	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "", `Address of the Go profiler's endpoints (/debug/pprof), e.g. "127.0.0.1:6060"; empty turns them off.`)
 	flag.StringVar(&f.shardRing, "shard-ring", "", "Run sharded: every replica is active and reconciles its share of the Welcomes; the ring's name. Excludes --leader-elect.")
 	flag.StringVar(&f.shardMember, "shard-member", os.Getenv("POD_NAME"), "This replica's stable name in the ring (default: $POD_NAME, a StatefulSet pod's name).")
@@ -105,7 +107,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	var setupOpts []reconcile.ReconcilerOption
+	setupOpts := []reconcile.ReconcilerOption{reconcile.WithDeletionConcurrency(f.deletions)}
 	if f.shardRing != "" {
 		shard, err := sharding.Join(mgr, shardCfg, &v1alpha1.Welcome{})
 		if err != nil {

@@ -33,6 +33,10 @@ const (
 	// flag of main). The library makes this safe: children are written with server-side apply, and a
 	// reconcile that starts before the cache shows the controller's own last write works on that write.
 	DefaultMaxConcurrentReconciles = 4
+	// DefaultMaxConcurrentDeletions is how many Welcomes being deleted are finalized at once, besides
+	// the others (reconcile.WithDeletionConcurrency; the --max-concurrent-deletions flag of main):
+	// as many as the garbage collector's workers, since a deletion pass mostly waits for the API server.
+	DefaultMaxConcurrentDeletions = 20
 	// Finalizer holds a Welcome until its children are gone, in reverse order.
 	Finalizer = "web.convergo.dev/finalizer"
 	// ReasonSecretNotFound is the Stalled (and Ready=False) reason while the password Secret is missing.
@@ -77,7 +81,8 @@ func ShardCacheOptions(opts *cache.Options, cfg sharding.Config) {
 }
 
 // SetupWithManager registers the Welcome controller with mgr: it is Setup(). Unless the manager's
-// options set a concurrency, it reconciles DefaultMaxConcurrentReconciles Welcomes at once.
+// options set a concurrency, it reconciles DefaultMaxConcurrentReconciles Welcomes at once, and
+// finalizes up to DefaultMaxConcurrentDeletions Welcomes being deleted besides.
 //
 // Besides the Welcomes and their children, the controller watches Secrets (metadata only: the cache
 // never holds Secret data) and wakes the Welcomes whose spec.passwordSecretRef names a Secret that was
@@ -106,6 +111,7 @@ func Setup(opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
 				reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
 				reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata),
 				reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
+				reconcile.WithDeletionConcurrency(DefaultMaxConcurrentDeletions),
 			}, opts...)...,
 		)
 		if err := r.SetupWithManager(mgr); err != nil {
