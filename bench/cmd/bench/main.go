@@ -42,12 +42,12 @@ var implementations = map[string]bench.Implementation{
 	"convergo": {
 		Name: "convergo", Setup: controller.SetupWithManager, Cache: controller.CacheOptions, NewCache: reconcile.NewCache,
 		Install: installFinalizerPolicy,
-		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles), "+
+		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles) and %d more for Welcomes being deleted (controller.DefaultMaxConcurrentDeletions), "+
 			"its main's cache options (controller.CacheOptions: no managedFields; of the child kinds only Convergo children, "+
 			"cached slim: metadata, status, scalars and a digest of what it applied; repeated strings shared), "+
 			"its config/admission policy (the API server adds the finalizer to new Welcomes; bound to the bench namespace), "+
 			"its main's cache constructor (reconcile.NewCache: waits for informers to sync end when they report it, not at the next 100-ms check)",
-			controller.DefaultMaxConcurrentReconciles),
+			controller.DefaultMaxConcurrentReconciles, controller.DefaultMaxConcurrentDeletions),
 	},
 	"expert": {
 		Name: "expert",
@@ -80,12 +80,11 @@ var implementations = map[string]bench.Implementation{
 	},
 	// Not measured by default: Convergo's operator as shipped but with as many workers as
 	// kube-controller-manager's garbage collector (--concurrent-gc-syncs, 20 by default), which does
-	// the expert's deletions, to show what the delete phase owes to the workers alone
-	// (-impl convergo-20,expert,convergo).
+	// the expert's deletions, for every Welcome (-impl convergo-20,expert,convergo).
 	"convergo-20": {
 		Name: "convergo-20", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(20)), Cache: controller.CacheOptions,
 		NewCache: reconcile.NewCache, Install: installFinalizerPolicy,
-		Description: "examples/welcome as shipped, with 20 workers (reconcile.WithMaxConcurrentReconciles(20)), as many as the garbage collector's",
+		Description: "examples/welcome as shipped, with 20 workers (reconcile.WithMaxConcurrentReconciles(20)), as many as the garbage collector's, besides its places for deletions",
 	},
 	// Not measured by default: Convergo's operator with whole child caches (reconcile.LeanCache instead
 	// of SlimCache), to show what slim caches change (-impl convergo,expert,convergo-lean).
