@@ -534,56 +534,8 @@ func waitWidgetCached(t *testing.T, mgr manager.Manager, key client.ObjectKey, o
 func TestIntegrationReconcilerPrunesWhatShrankWhileDown(t *testing.T) {
 	for _, v := range cacheVariants {
 		t.Run(v.name, func(t *testing.T) {
-			env := harness.Default()
-			wc := setupWidgets(t, env)
-			ns := env.Namespace(t)
-			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "shrunk", Namespace: ns}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
-			if err := wc.Create(t.Context(), w); err != nil {
-				t.Fatal(err)
-			}
-			// What an earlier controller left: the declared config and the child it no longer declares.
-			children := map[string]*corev1.ConfigMap{}
-			for _, name := range []string{"shrunk-config", "shrunk-old"} {
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"k": "v"}}
-				if err := ownership.Track(w, cm, widgetScheme); err != nil {
-					t.Fatal(err)
-				}
-				if err := wc.Create(t.Context(), cm); err != nil {
-					t.Fatal(err)
-				}
-				children[name] = cm
-			}
-
-			gate := newWatchGate()
-			opts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
-				o.Scheme = widgetScheme
-				if v.filter {
-					never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
-					o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}}
-				}
-				if v.slim {
-					reconcile.SlimCache(&o.Cache, &corev1.ConfigMap{})
-				}
-			})}
-			var rec *reconcile.Reconciler[*testapi.Widget]
-			mgr := env.StartManager(t, func(mgr manager.Manager) error {
-				rec = reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
-					g := reconcile.NewGraph()
-					g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
-					return g, nil
-				}}, reconcile.WithName(fmt.Sprintf("shrunk-%s-%d", v.name, widgetRuns.Add(1))), reconcile.WithOwns(&corev1.ConfigMap{}))
-				return rec.SetupWithManager(mgr)
-			}, opts...)
-			// The informers list (the first list may come as watch events) before the watches are held.
-			for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &testapi.WidgetList{}} {
-				if err := mgr.GetClient().List(t.Context(), l, client.InNamespace(ns)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if v.lag {
-				gate.pause()
-				t.Cleanup(gate.resume)
-			}
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "shrunk"}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
+			wc, children := startShrunkWhileDown(t, v, newWatchGate(), w)
 
 			if v.filter {
 				harness.Eventually(t, waitTimeout, func() (bool, string) {
@@ -593,8 +545,8 @@ func TestIntegrationReconcilerPrunesWhatShrankWhileDown(t *testing.T) {
 					}
 					return isReady(&got), fmt.Sprintf("conditions %v", got.Status.Conditions)
 				})
-				for name := range children {
-					if err := wc.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}); err != nil {
+				for name, cm := range children {
+					if err := wc.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); err != nil {
 						t.Errorf("%s: %v; want it kept (the cache shows no child to prune)", name, err)
 					}
 				}
@@ -622,59 +574,13 @@ func TestIntegrationReconcilerPrunesWhatShrankWhileDown(t *testing.T) {
 func TestIntegrationReconcilerDeletesWhatShrankWhileDown(t *testing.T) {
 	for _, v := range cacheVariants {
 		t.Run(v.name, func(t *testing.T) {
-			env := harness.Default()
-			wc := setupWidgets(t, env)
-			ns := env.Namespace(t)
 			// Suspended, so that no reconcile prunes the old child before the deletion; with the
 			// controller's finalizer already, as an earlier controller left it.
 			const fin = "test.convergo.dev/gone"
-			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: ns, Finalizers: []string{fin},
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "gone", Finalizers: []string{fin},
 				Annotations: map[string]string{reconcile.SuspendAnnotation: "true"}}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
-			if err := wc.Create(t.Context(), w); err != nil {
-				t.Fatal(err)
-			}
-			// What an earlier controller left: the declared config and the child it no longer declares.
-			children := map[string]*corev1.ConfigMap{}
-			for _, name := range []string{"gone-config", "gone-old"} {
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"k": "v"}}
-				if err := ownership.Track(w, cm, widgetScheme); err != nil {
-					t.Fatal(err)
-				}
-				if err := wc.Create(t.Context(), cm); err != nil {
-					t.Fatal(err)
-				}
-				children[name] = cm
-			}
-
-			gate := newWatchGateFor("configmaps")
-			opts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
-				o.Scheme = widgetScheme
-				if v.filter {
-					never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
-					o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}}
-				}
-				if v.slim {
-					reconcile.SlimCache(&o.Cache, &corev1.ConfigMap{})
-				}
-			})}
-			mgr := env.StartManager(t, func(mgr manager.Manager) error {
-				rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
-					g := reconcile.NewGraph()
-					g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
-					return g, nil
-				}}, reconcile.WithName(fmt.Sprintf("gone-%s-%d", v.name, widgetRuns.Add(1))), reconcile.WithOwns(&corev1.ConfigMap{}),
-					reconcile.WithFinalizer(fin))
-				return rec.SetupWithManager(mgr)
-			}, opts...)
-			for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &testapi.WidgetList{}} {
-				if err := mgr.GetClient().List(t.Context(), l, client.InNamespace(ns)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if v.lag {
-				gate.pause()
-				t.Cleanup(gate.resume)
-			}
+			// The Widgets' watch is not held: the controller must see the deletion.
+			wc, children := startShrunkWhileDown(t, v, newWatchGateFor("configmaps"), w, reconcile.WithFinalizer(fin))
 			if err := wc.Delete(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}
@@ -691,4 +597,61 @@ func TestIntegrationReconcilerDeletesWhatShrankWhileDown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startShrunkWhileDown creates w in a new namespace with what an earlier controller left of it: its
+// declared ConfigMap "<name>-config" and "<name>-old", which its graph no longer declares, both
+// tracked by w. It then starts a manager with v's cache, running a Reconciler (opts added) whose graph
+// declares only the config, lets the informers list, and from then on holds back the watch events
+// gate holds for the lagging variants.
+func startShrunkWhileDown(t *testing.T, v cacheVariant, gate *watchGate, w *testapi.Widget, opts ...reconcile.ReconcilerOption) (client.Client, map[string]*corev1.ConfigMap) {
+	t.Helper()
+	env := harness.Default()
+	wc := setupWidgets(t, env)
+	ns := env.Namespace(t)
+	w.Namespace = ns
+	if err := wc.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	children := map[string]*corev1.ConfigMap{}
+	for _, name := range []string{w.Name + "-config", w.Name + "-old"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"k": "v"}}
+		if err := ownership.Track(w, cm, widgetScheme); err != nil {
+			t.Fatal(err)
+		}
+		if err := wc.Create(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		children[name] = cm
+	}
+	mgrOpts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
+		o.Scheme = widgetScheme
+		if v.filter {
+			never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
+			o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}}
+		}
+		if v.slim {
+			reconcile.SlimCache(&o.Cache, &corev1.ConfigMap{})
+		}
+	})}
+	mgr := env.StartManager(t, func(mgr manager.Manager) error {
+		rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+			g := reconcile.NewGraph()
+			g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
+			return g, nil
+		}}, append([]reconcile.ReconcilerOption{reconcile.WithName(fmt.Sprintf("%s-%s-%d", w.Name, v.name, widgetRuns.Add(1))),
+			reconcile.WithOwns(&corev1.ConfigMap{})}, opts...)...)
+		return rec.SetupWithManager(mgr)
+	}, mgrOpts...)
+	// The informers list (the first list may come as watch events) before the watches are held.
+	for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &testapi.WidgetList{}} {
+		if err := mgr.GetClient().List(t.Context(), l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v.lag {
+		gate.pause()
+		t.Cleanup(gate.resume)
+	}
+	return wc, children
 }
