@@ -147,7 +147,7 @@ func typeLossless(t reflect.Type, seen map[reflect.Type]bool) bool {
 			t = t.Elem()
 			continue
 		case reflect.Struct:
-			if reflect.PointerTo(t).Implements(jsonMarshaler) || t.Implements(jsonMarshaler) {
+			if mk := marshalersOf(t); mk.json || mk.pointerJSON {
 				return true
 			}
 			return structLossless(t, false, seen)
@@ -155,9 +155,6 @@ func typeLossless(t reflect.Type, seen map[reflect.Type]bool) bool {
 		return true
 	}
 }
-
-// jsonMarshaler is the type of json.Marshaler.
-var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 
 // strippedFields are the paths the API server leaves out of every field manager's set (the
 // stripMeta manager of k8s.io/apimachinery's managedfields).

@@ -462,6 +462,12 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if r.initErr != nil {
 		return r.initErr
 	}
+	opts := controller.Options{MaxConcurrentReconciles: r.maxConc, RateLimiter: r.rateLimiter}
+	if r.deletionConc > 0 {
+		others := r.concurrency(mgr)
+		r.gate = newWorkerGate(others, r.deletionConc)
+		opts.MaxConcurrentReconciles = others + r.deletionConc
+	}
 	// The sources take the prompt cache from the manager the builder is given (see promptsync.go).
 	b := builder.ControllerManagedBy(promptManager{Manager: mgr, cache: r.cache}).
 		Named(r.name).
@@ -471,7 +477,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 			predicate.AnnotationChangedPredicate{},
 			deletionStarted(),
 		))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers(mgr), RateLimiter: r.rateLimiter}).
+		WithOptions(opts).
 		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
 		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.known.observer(r.gvk.GroupKind())))
 	r.mu.Lock()
@@ -501,25 +507,20 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	return nil
 }
 
-// workers returns the controller's number of workers: the Reconciler's own (0: the manager's), or,
-// with WithDeletionConcurrency, the places of both lanes, whose gate it sets up.
-func (r *Reconciler[T]) workers(mgr manager.Manager) int {
-	if r.deletionConc <= 0 {
+// concurrency returns how many objects the controller reconciles at once, as controller-runtime
+// resolves it: the Reconciler's own number, else the manager's for T's kind, else its default, else 1.
+func (r *Reconciler[T]) concurrency(mgr manager.Manager) int {
+	if r.maxConc > 0 {
 		return r.maxConc
 	}
-	others := r.maxConc
-	if others <= 0 { // as controller-runtime resolves it
-		opts := mgr.GetControllerOptions()
-		others = opts.GroupKindConcurrency[r.gvk.GroupKind().String()]
-		if others <= 0 {
-			others = opts.MaxConcurrentReconciles
-		}
-		if others <= 0 {
-			others = 1
-		}
+	opts := mgr.GetControllerOptions()
+	if n := opts.GroupKindConcurrency[r.gvk.GroupKind().String()]; n > 0 {
+		return n
 	}
-	r.gate = newWorkerGate(others, r.deletionConc)
-	return others + r.deletionConc
+	if opts.MaxConcurrentReconciles > 0 {
+		return opts.MaxConcurrentReconciles
+	}
+	return 1
 }
 
 // deletionStarted passes updates that set the deletion timestamp (the API server also bumps the
