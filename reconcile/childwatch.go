@@ -327,8 +327,8 @@ func contentChanged(old, new client.Object) bool {
 		return true
 	}
 	vo, vn = vo.Elem(), vn.Elem()
-	for i := range vo.NumField() {
-		if isContentField(vo.Type().Field(i)) && !equality.Semantic.DeepEqual(vo.Field(i).Interface(), vn.Field(i).Interface()) {
+	for _, i := range contentFields(vo.Type()) {
+		if !equality.Semantic.DeepEqual(vo.Field(i).Interface(), vn.Field(i).Interface()) {
 			return true
 		}
 	}

@@ -52,9 +52,9 @@ func internObject(obj client.Object) {
 	}
 	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
 		v = v.Elem()
-		for i := range v.NumField() {
-			if f := v.Type().Field(i); f.IsExported() && f.Type != typeMeta && f.Type != objectMeta {
-				internValue(v.Field(i))
+		for _, i := range exportedFields(v.Type()) {
+			if f := v.Field(i); f.Type() != typeMeta && f.Type() != objectMeta {
+				internValue(f)
 			}
 		}
 	}
@@ -88,10 +88,8 @@ func internValue(v reflect.Value) {
 		if v.Type() == metaTime {
 			return
 		}
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				internValue(v.Field(i))
-			}
+		for _, i := range exportedFields(v.Type()) {
+			internValue(v.Field(i))
 		}
 	case reflect.Pointer:
 		if !v.IsNil() {

@@ -135,10 +135,8 @@ func slim(obj client.Object, gvk schema.GroupVersionKind) {
 		return
 	}
 	v = v.Elem()
-	for i := range v.NumField() {
-		if isContentField(v.Type().Field(i)) {
-			keepScalars(v.Field(i))
-		}
+	for _, i := range contentFields(v.Type()) {
+		keepScalars(v.Field(i))
 	}
 }
 
@@ -153,10 +151,8 @@ func keepScalars(v reflect.Value) {
 	case reflect.Map, reflect.Interface:
 		v.SetZero()
 	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				keepScalars(v.Field(i))
-			}
+		for _, i := range exportedFields(v.Type()) {
+			keepScalars(v.Field(i))
 		}
 	case reflect.Pointer:
 		if v.IsNil() || v.Elem().Kind() != reflect.Struct {
@@ -167,29 +163,6 @@ func keepScalars(v reflect.Value) {
 			v.SetZero()
 		}
 	}
-}
-
-// flat reports whether t is a record of scalars: a struct whose fields are scalars, pointers to
-// scalars or such records (a Service's ports).
-func flat(t reflect.Type) bool {
-	if t.Kind() != reflect.Struct {
-		return false
-	}
-	for i := range t.NumField() {
-		f := t.Field(i).Type
-		if f.Kind() == reflect.Pointer {
-			f = f.Elem()
-		}
-		switch f.Kind() {
-		case reflect.Struct:
-			if !flat(f) {
-				return false
-			}
-		case reflect.Slice, reflect.Array, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func:
-			return false
-		}
-	}
-	return true
 }
 
 // flatList reports whether every element of l is a map of scalars.
