@@ -30,9 +30,11 @@ import (
 )
 
 // The invariants that rest on a child's absence or ownership hold whatever the cache shows. Each test
-// here runs with three caches: the manager's cache as it is ("current"), one whose watch events are
+// here runs with these caches: the manager's cache as it is ("current"), one whose watch events are
 // held back from the moment the test acts ("lagging": it shows the state of its first list and nothing
-// after), and one filtered by a label no object carries ("filtered": it never shows a child).
+// after), one filtered by a label no object carries ("filtered": it never shows a child), slim ones,
+// and one restricted to the test's namespace and built by reconcile.NewCache ("namespaced": as an
+// operator watching its own namespaces has it; cluster-scoped children are cached cluster-wide).
 
 type cacheVariant struct {
 	name   string
@@ -40,11 +42,21 @@ type cacheVariant struct {
 	filter bool
 	// slim: the children's cached copies are those of a SlimCache (digests instead of specs).
 	slim bool
+	// namespaced: the cache holds the test's namespace only (see restrict).
+	namespaced bool
 }
 
 var cacheVariants = []cacheVariant{
 	{name: "current"}, {name: "lagging", lag: true}, {name: "filtered", filter: true},
-	{name: "slim", slim: true}, {name: "slim-lagging", slim: true, lag: true},
+	{name: "slim", slim: true}, {name: "slim-lagging", slim: true, lag: true}, {name: "namespaced", namespaced: true},
+}
+
+// restrict limits o's cache to namespace ns for the namespaced variant.
+func (v cacheVariant) restrict(o *manager.Options, ns string) {
+	if v.namespaced {
+		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
+		o.NewCache = reconcile.NewCache
+	}
 }
 
 // cachedKinds are the kinds of the children these tests apply.
@@ -59,17 +71,18 @@ func startVariant(t *testing.T, v cacheVariant) (*harness.Env, string, *harness.
 	env := harness.Default()
 	ns := env.Namespace(t)
 	counter := harness.NewRequestCounter()
-	mgr, gate := variantManager(t, env, v, counter)
+	mgr, gate := variantManager(t, env, v, counter, ns)
 	primeCache(t, mgr, gate, v, ns)
 	return env, ns, counter, mgr
 }
 
 // variantManager starts a manager with the variant's cache, its requests counted; the returned gate is
 // paused for the lagging variant (after the caller's first cache reads, see primeCache).
-func variantManager(t *testing.T, env *harness.Env, v cacheVariant, counter *harness.RequestCounter) (manager.Manager, *watchGate) {
+func variantManager(t *testing.T, env *harness.Env, v cacheVariant, counter *harness.RequestCounter, ns string) (manager.Manager, *watchGate) {
 	t.Helper()
 	gate := newWatchGate()
-	opts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(counter.Wrap(env.Config)))}
+	opts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(counter.Wrap(env.Config))),
+		harness.WithManagerOptions(func(o *manager.Options) { v.restrict(o, ns) })}
 	if v.filter {
 		opts = append(opts, harness.WithManagerOptions(func(o *manager.Options) {
 			o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
@@ -413,6 +426,7 @@ func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
 			cfg := widgetGate.wrap(childGate.wrap(counter.Wrap(env.Config)))
 			mgr := env.StartManager(t, nil, harness.WithManagerConfig(cfg), harness.WithManagerOptions(func(o *manager.Options) {
 				o.Scheme = widgetScheme
+				v.restrict(o, ns)
 				if v.filter {
 					never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
 					o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}, &rbacv1.ClusterRole{}: {Label: never}}
@@ -626,6 +640,7 @@ func startShrunkWhileDown(t *testing.T, v cacheVariant, gate *watchGate, w *test
 	}
 	mgrOpts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
 		o.Scheme = widgetScheme
+		v.restrict(o, ns)
 		if v.filter {
 			never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
 			o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}}

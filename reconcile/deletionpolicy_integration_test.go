@@ -63,6 +63,7 @@ func TestIntegrationKeepOnDeleteWhateverTheCache(t *testing.T) {
 			cfg := widgetGate.wrap(childGate.wrap(counter.Wrap(env.Config)))
 			mgr := env.StartManager(t, nil, harness.WithManagerConfig(cfg), harness.WithManagerOptions(func(o *manager.Options) {
 				o.Scheme = widgetScheme
+				v.restrict(o, ns)
 				if v.filter {
 					never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
 					o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}}
@@ -200,7 +201,7 @@ func TestIntegrationPruneReleasesKeptChild(t *testing.T) {
 			env := harness.Default()
 			ns := env.Namespace(t)
 			counter := harness.NewRequestCounter()
-			mgr, gate := variantManager(t, env, cacheVariant{name: "lagging", lag: true}, counter)
+			mgr, gate := variantManager(t, env, cacheVariant{name: "lagging", lag: true}, counter, ns)
 			owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
 			if err := env.Client.Create(t.Context(), owner); err != nil {
 				t.Fatal(err)
