@@ -5,12 +5,14 @@ package reconcile_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,7 +24,8 @@ import (
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
-// applyAnswers records the media type of the API server's answers to server-side applies.
+// applyAnswers records, for each server-side apply, the field validation it asked for and the media
+// type of the API server's answer ("<fieldValidation> <media type>").
 type applyAnswers struct {
 	next http.RoundTripper
 	mu   sync.Mutex
@@ -33,7 +36,7 @@ func (a *applyAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := a.next.RoundTrip(req)
 	if err == nil && req.Method == http.MethodPatch && req.Header.Get("Content-Type") == string(types.ApplyPatchType) {
 		a.mu.Lock()
-		a.got = append(a.got, resp.Header.Get("Content-Type"))
+		a.got = append(a.got, req.URL.Query().Get("fieldValidation")+" "+resp.Header.Get("Content-Type"))
 		a.mu.Unlock()
 	}
 	return resp, err
@@ -50,7 +53,8 @@ func (a *applyAnswers) take() []string {
 
 // The Applier's writes of built-in kinds are answered in protobuf, decoded into the child's own type;
 // an unstructured child is answered in JSON. Either way the answer is the live object, with the
-// apiVersion and kind of the child.
+// apiVersion and kind of the child. The applies ask for no field validation (Ignore), which loses
+// nothing: a field the schema does not declare is still refused, with the field named.
 func TestIntegrationApplyAnswers(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
@@ -86,17 +90,17 @@ func TestIntegrationApplyAnswers(t *testing.T) {
 		{
 			name:    "typed child created",
 			desired: deployment("web"),
-			want:    answer{Op: reconcile.OperationCreated, MediaTypes: []string{"application/vnd.kubernetes.protobuf"}, Type: "*v1.Deployment", APIVersion: "apps/v1", Kind: "Deployment", Data: "1"},
+			want:    answer{Op: reconcile.OperationCreated, MediaTypes: []string{"Ignore application/vnd.kubernetes.protobuf"}, Type: "*v1.Deployment", APIVersion: "apps/v1", Kind: "Deployment", Data: "1"},
 		},
 		{
 			name:    "typed child changed",
 			desired: deployment("web", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](3) }),
-			want:    answer{Op: reconcile.OperationUpdated, MediaTypes: []string{"application/vnd.kubernetes.protobuf"}, Type: "*v1.Deployment", APIVersion: "apps/v1", Kind: "Deployment", Data: "3"},
+			want:    answer{Op: reconcile.OperationUpdated, MediaTypes: []string{"Ignore application/vnd.kubernetes.protobuf"}, Type: "*v1.Deployment", APIVersion: "apps/v1", Kind: "Deployment", Data: "3"},
 		},
 		{
 			name:    "unstructured child created",
 			desired: page,
-			want:    answer{Op: reconcile.OperationCreated, MediaTypes: []string{"application/json"}, Type: "*unstructured.Unstructured", APIVersion: "v1", Kind: "ConfigMap", Data: "<p>hello</p>"},
+			want:    answer{Op: reconcile.OperationCreated, MediaTypes: []string{"Ignore application/json"}, Type: "*unstructured.Unstructured", APIVersion: "v1", Kind: "ConfigMap", Data: "<p>hello</p>"},
 		},
 	}
 	for _, step := range steps {
@@ -117,5 +121,16 @@ func TestIntegrationApplyAnswers(t *testing.T) {
 		if live.GetUID() == "" || live.GetResourceVersion() == "" {
 			t.Errorf("%s: answer without UID or resourceVersion: %q, %q", step.name, live.GetUID(), live.GetResourceVersion())
 		}
+	}
+
+	typo := page.DeepCopy()
+	typo.SetName("typo")
+	typo.Object["dataa"] = map[string]any{"page.html": "<p>hello</p>"}
+	_, _, err := a.Apply(t.Context(), owner, typo)
+	if err == nil || !strings.Contains(err.Error(), ".dataa: field not declared in schema") {
+		t.Errorf("apply of a ConfigMap with an unknown field: %v, want the API server's refusal naming .dataa", err)
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "typo"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused ConfigMap: get: %v, want not found", err)
 	}
 }

@@ -86,6 +86,13 @@ var implementations = map[string]bench.Implementation{
 		NewCache: reconcile.NewCache, Install: installFinalizerPolicy,
 		Description: "examples/welcome as shipped, with 20 workers (reconcile.WithMaxConcurrentReconciles(20)), as many as the garbage collector's, besides its places for deletions",
 	},
+	// Not measured by default: Convergo's operator as shipped but without places of its own for the
+	// Welcomes being deleted, to show what those places change (-impl convergo,expert,convergo-shared).
+	"convergo-shared": {
+		Name: "convergo-shared", Setup: controller.Setup(reconcile.WithDeletionConcurrency(0)), Cache: controller.CacheOptions,
+		NewCache: reconcile.NewCache, Install: installFinalizerPolicy,
+		Description: "examples/welcome as shipped, but its deletions share its workers (reconcile.WithDeletionConcurrency(0))",
+	},
 	// Not measured by default: Convergo's operator with whole child caches (reconcile.LeanCache instead
 	// of SlimCache), to show what slim caches change (-impl convergo,expert,convergo-lean).
 	"convergo-lean": {
@@ -139,7 +146,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.rounds, "rounds", bench.DefaultRounds, "how many times each implementation is measured; the report holds the medians")
 	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
 	fs.StringVar(&f.impls, "impl", defaultImplementations, "comma-separated implementations to measure, in order: convergo, expert (hand-written by an expert; "+
-		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-lean (whole child caches)")
+		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), convergo-lean (whole child caches)")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the markdown table")
 	fs.StringVar(&f.out, "out", "", "directory to write <date>-n<N>.md and <date>-n<N>.json to (e.g. bench/results); nothing is written without it")
 	fs.DurationVar(&f.timeout, "timeout", bench.DefaultPhaseTimeout, "how long each phase may take")
