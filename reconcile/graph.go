@@ -408,25 +408,60 @@ func (g *Graph) ordered() (order []string, deps [][]int, err error) {
 
 // inDependencyOrder calls step(i) for every child concurrently, at most maxParallelApplies at a time,
 // each once step has returned for every child in after[i] (its dependencies when applying, the
-// children depending on it when deleting), and returns when all calls returned.
+// children depending on it when deleting), and returns when all calls returned. after holds no cycle.
+//
+// The calling goroutine runs steps itself, and a goroutine whose step made others ready goes on with
+// one of them: a goroutine is started only for a step that can run beside another. Most steps of a
+// converged owner only read the cache, and a new goroutine's stack grew, by copying, on the way down
+// its first step: 4% of a restarted manager's CPU when every step had a goroutine of its own.
 func inDependencyOrder(after [][]int, step func(i int)) {
-	done := make([]chan struct{}, len(after))
-	for i := range done {
-		done[i] = make(chan struct{})
+	pending := make([]int, len(after))
+	dependents := make([][]int, len(after))
+	var roots []int
+	for i, deps := range after {
+		pending[i] = len(deps)
+		for _, j := range deps {
+			dependents[j] = append(dependents[j], i)
+		}
+		if len(deps) == 0 {
+			roots = append(roots, i)
+		}
+	}
+	if len(roots) == 0 {
+		return
 	}
 	slots := make(chan struct{}, maxParallelApplies)
-	var wg sync.WaitGroup
-	for i := range after {
-		wg.Go(func() {
-			defer close(done[i])
-			for _, j := range after[i] {
-				<-done[j]
-			}
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		run func(i int)
+	)
+	run = func(i int) {
+		for {
 			slots <- struct{}{}
-			defer func() { <-slots }()
 			step(i)
-		})
+			<-slots
+			var next []int
+			mu.Lock()
+			for _, d := range dependents[i] {
+				if pending[d]--; pending[d] == 0 {
+					next = append(next, d)
+				}
+			}
+			mu.Unlock()
+			if len(next) == 0 {
+				return
+			}
+			for _, d := range next[1:] {
+				wg.Go(func() { run(d) })
+			}
+			i = next[0]
+		}
 	}
+	for _, r := range roots[1:] {
+		wg.Go(func() { run(r) })
+	}
+	run(roots[0])
 	wg.Wait()
 }
 

@@ -2,8 +2,12 @@ package reconcile
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -188,5 +192,74 @@ func TestDependsOnDeduplicates(t *testing.T) {
 	n := g.Add("a", cm("a")).DependsOn("b", "c").DependsOn("b")
 	if diff := cmp.Diff([]string{"b", "c"}, n.Dependencies()); diff != "" {
 		t.Errorf("Dependencies() (-want +got):\n%s", diff)
+	}
+}
+
+// TestInDependencyOrder: every step runs once, after all of its dependencies returned, and steps that
+// do not depend on each other run at the same time (each of them waits until all have started: run
+// one after the other, they would never finish). The steps a goroutine leaves ready are taken by it.
+func TestInDependencyOrder(t *testing.T) {
+	tests := []struct {
+		name  string
+		after [][]int
+		// together are steps that must be running at the same time.
+		together []int
+	}{
+		{name: "one", after: [][]int{nil}},
+		{name: "chain", after: [][]int{nil, {0}, {1}, {2}}},
+		{name: "two roots", after: [][]int{nil, nil}, together: []int{0, 1}},
+		{name: "fan out", after: [][]int{nil, {0}, {0}, {0}}, together: []int{1, 2, 3}},
+		{name: "diamond", after: [][]int{nil, {0}, {0}, {1, 2}}, together: []int{1, 2}},
+		{name: "welcome", after: [][]int{nil, {0}, nil}, together: []int{0, 2}},
+		{name: "repeated dependency", after: [][]int{nil, {0, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				mu       sync.Mutex
+				done     = make([]int, len(tt.after)) // how many times each step returned
+				late     []string
+				started  = map[int]bool{}
+				allStart = make(chan struct{})
+			)
+			step := func(i int) {
+				mu.Lock()
+				for _, j := range tt.after[i] {
+					if done[j] == 0 {
+						late = append(late, fmt.Sprintf("%d before its dependency %d", i, j))
+					}
+				}
+				if slices.Contains(tt.together, i) {
+					started[i] = true
+					if len(started) == len(tt.together) {
+						close(allStart)
+					}
+				}
+				mu.Unlock()
+				if slices.Contains(tt.together, i) {
+					select {
+					case <-allStart:
+					case <-time.After(10 * time.Second):
+						mu.Lock()
+						late = append(late, fmt.Sprintf("%d never saw %v running beside it", i, tt.together))
+						mu.Unlock()
+					}
+				}
+				mu.Lock()
+				done[i]++
+				mu.Unlock()
+			}
+			inDependencyOrder(tt.after, step)
+			want := make([]int, len(tt.after))
+			for i := range want {
+				want[i] = 1
+			}
+			if diff := cmp.Diff(want, done); diff != "" {
+				t.Errorf("times each step ran (-want +got):\n%s", diff)
+			}
+			if len(late) > 0 {
+				t.Error(strings.Join(late, "; "))
+			}
+		})
 	}
 }
