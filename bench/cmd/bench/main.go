@@ -46,7 +46,7 @@ var implementations = map[string]bench.Implementation{
 			"its main's cache options (controller.CacheOptions: no managedFields; of the child kinds only Convergo children, "+
 			"cached slim: metadata, status, scalars and a digest of what it applied; repeated strings shared), "+
 			"its config/admission policy (the API server adds the finalizer to new Welcomes; bound to the bench namespace), "+
-			"its main's cache constructor (reconcile.NewCache: waits for informers to sync end when they report it, not at the next 100-ms check)",
+			"its main's cache constructor (reconcile.NewCache: waits for informers to sync end when they report it, not at the next 100-ms check; REST mappings remembered)",
 			controller.DefaultMaxConcurrentReconciles, controller.DefaultMaxConcurrentDeletions),
 	},
 	"expert": {
