@@ -7,7 +7,6 @@ import (
 	"maps"
 	"reflect"
 	"strings"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -87,23 +86,20 @@ func encodeDesired(obj client.Object) (format string, data []byte, err error) {
 }
 
 // losslessTypes caches protoLossless by type.
-var losslessTypes sync.Map // reflect.Type -> bool
+var losslessTypes typeMemo[bool]
 
 // protoLossless reports whether every field JSON encodes, below the object's own TypeMeta, has a
 // protobuf tag. Most built-in types do; a StatefulSet does not: the TypeMeta of its
 // volumeClaimTemplates is JSON only, so two StatefulSets apart only there would have one protobuf
 // encoding and two intents.
 func protoLossless(t reflect.Type) bool {
-	if v, ok := losslessTypes.Load(t); ok {
-		return v.(bool)
-	}
-	st := t
-	for st.Kind() == reflect.Pointer {
-		st = st.Elem()
-	}
-	ok := st.Kind() == reflect.Struct && structLossless(st, true, map[reflect.Type]bool{})
-	losslessTypes.Store(t, ok)
-	return ok
+	return losslessTypes.of(t, func(t reflect.Type) bool {
+		st := t
+		for st.Kind() == reflect.Pointer {
+			st = st.Elem()
+		}
+		return st.Kind() == reflect.Struct && structLossless(st, true, map[reflect.Type]bool{})
+	})
 }
 
 // structLossless is protoLossless for a struct type; top is the object itself, whose inline TypeMeta

@@ -5,60 +5,61 @@ import (
 	"sync"
 )
 
+// typeMemo keeps, per type, what a function computed of it: reflection on a type is expensive, and
+// the walks over objects ask about the same few types again and again. The zero value is ready.
+type typeMemo[V any] struct {
+	m sync.Map // reflect.Type → V
+}
+
+// of returns compute(t), computed at the first call for t (concurrent first calls may each compute
+// it; they store the same value).
+func (m *typeMemo[V]) of(t reflect.Type, compute func(reflect.Type) V) V {
+	if v, ok := m.m.Load(t); ok {
+		return v.(V)
+	}
+	v := compute(t)
+	m.m.Store(t, v)
+	return v
+}
+
 // Slimming and interning walk every cached object by reflection. reflect's Type.Field builds a whole
 // StructField (name, tag, offset) at each call, which was half the cost of slimming a Deployment, so
 // what the walks need of a struct type is worked out once per type here.
 
-// exportedByType caches exportedFields (reflect.Type → []int).
-var exportedByType sync.Map
+var exportedByType, contentByType typeMemo[[]int]
 
 // exportedFields returns the indices of the exported fields of struct type t.
 func exportedFields(t reflect.Type) []int {
-	if fs, ok := exportedByType.Load(t); ok {
-		return fs.([]int)
-	}
-	var fs []int
-	for i := range t.NumField() {
-		if t.Field(i).IsExported() {
-			fs = append(fs, i)
+	return exportedByType.of(t, func(t reflect.Type) []int {
+		var fs []int
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() {
+				fs = append(fs, i)
+			}
 		}
-	}
-	exportedByType.Store(t, fs)
-	return fs
+		return fs
+	})
 }
-
-// contentByType caches contentFields (reflect.Type → []int).
-var contentByType sync.Map
 
 // contentFields returns the indices of the fields of a typed object's struct type t that are content
 // (isContentField).
 func contentFields(t reflect.Type) []int {
-	if fs, ok := contentByType.Load(t); ok {
-		return fs.([]int)
-	}
-	var fs []int
-	for i := range t.NumField() {
-		if isContentField(t.Field(i)) {
-			fs = append(fs, i)
+	return contentByType.of(t, func(t reflect.Type) []int {
+		var fs []int
+		for i := range t.NumField() {
+			if isContentField(t.Field(i)) {
+				fs = append(fs, i)
+			}
 		}
-	}
-	contentByType.Store(t, fs)
-	return fs
+		return fs
+	})
 }
 
-// flatByType caches flat (reflect.Type → bool).
-var flatByType sync.Map
+var flatByType typeMemo[bool]
 
 // flat reports whether t is a record of scalars: a struct whose fields are scalars, pointers to
 // scalars or such records (a Service's ports).
-func flat(t reflect.Type) bool {
-	if f, ok := flatByType.Load(t); ok {
-		return f.(bool)
-	}
-	f := isFlat(t)
-	flatByType.Store(t, f)
-	return f
-}
+func flat(t reflect.Type) bool { return flatByType.of(t, isFlat) }
 
 // isFlat is flat, worked out.
 func isFlat(t reflect.Type) bool {

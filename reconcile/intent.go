@@ -12,7 +12,6 @@ import (
 	"math"
 	"reflect"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -526,15 +525,14 @@ type structField struct {
 	inline, viaPointer bool
 }
 
-// structFieldsByType holds the encoded fields of every struct type asked about (reflect.Type to
-// []structField).
-var structFieldsByType sync.Map
+// structFieldsByType holds the encoded fields of every struct type asked about.
+var structFieldsByType typeMemo[[]structField]
 
 // structFieldsOf returns the fields of struct type t that encodeFields encodes, in order.
-func structFieldsOf(t reflect.Type) []structField {
-	if fs, ok := structFieldsByType.Load(t); ok {
-		return fs.([]structField)
-	}
+func structFieldsOf(t reflect.Type) []structField { return structFieldsByType.of(t, encodedFields) }
+
+// encodedFields is structFieldsOf, worked out.
+func encodedFields(t reflect.Type) []structField {
 	var fs []structField
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -565,7 +563,6 @@ func structFieldsOf(t reflect.Type) []structField {
 		sf.name, sf.omitEmpty = name, hasOption(opts, "omitempty") || hasOption(opts, "omitzero")
 		fs = append(fs, sf)
 	}
-	structFieldsByType.Store(t, fs)
 	return fs
 }
 
@@ -582,21 +579,18 @@ type marshalers struct {
 	json, pointerJSON, text bool
 }
 
-// marshalersByType holds the marshalers of every type asked about (reflect.Type to marshalers).
-var marshalersByType sync.Map
+// marshalersByType holds the marshalers of every type asked about.
+var marshalersByType typeMemo[marshalers]
 
 // marshalersOf returns t's marshalers.
 func marshalersOf(t reflect.Type) marshalers {
-	if m, ok := marshalersByType.Load(t); ok {
-		return m.(marshalers)
-	}
-	m := marshalers{
-		json:        t.Implements(jsonMarshalerType),
-		pointerJSON: reflect.PointerTo(t).Implements(jsonMarshalerType),
-		text:        t.Implements(textMarshalerType),
-	}
-	marshalersByType.Store(t, m)
-	return m
+	return marshalersByType.of(t, func(t reflect.Type) marshalers {
+		return marshalers{
+			json:        t.Implements(jsonMarshalerType),
+			pointerJSON: reflect.PointerTo(t).Implements(jsonMarshalerType),
+			text:        t.Implements(textMarshalerType),
+		}
+	})
 }
 
 func hasOption(opts, want string) bool {
