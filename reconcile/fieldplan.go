@@ -61,11 +61,17 @@ var flatByType typeMemo[bool]
 // scalars or such records (a Service's ports).
 func flat(t reflect.Type) bool { return flatByType.of(t, isFlat) }
 
-// isFlat is flat, worked out.
-func isFlat(t reflect.Type) bool {
-	if t.Kind() != reflect.Struct {
+// isFlat is flat, worked out. A record that holds itself (through a pointer, at any depth) is not
+// flat: such a type is a tree.
+func isFlat(t reflect.Type) bool { return flatWalk(t, map[reflect.Type]bool{}) }
+
+// flatWalk is isFlat for t, seen holding the struct types on the way down to it.
+func flatWalk(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if t.Kind() != reflect.Struct || seen[t] {
 		return false
 	}
+	seen[t] = true
+	defer delete(seen, t)
 	for i := range t.NumField() {
 		f := t.Field(i).Type
 		if f.Kind() == reflect.Pointer {
@@ -73,7 +79,7 @@ func isFlat(t reflect.Type) bool {
 		}
 		switch f.Kind() {
 		case reflect.Struct:
-			if !flat(f) {
+			if !flatWalk(f, seen) {
 				return false
 			}
 		case reflect.Slice, reflect.Array, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func:
