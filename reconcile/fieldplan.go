@@ -30,29 +30,24 @@ var exportedByType, contentByType typeMemo[[]int]
 
 // exportedFields returns the indices of the exported fields of struct type t.
 func exportedFields(t reflect.Type) []int {
-	return exportedByType.of(t, func(t reflect.Type) []int {
-		var fs []int
-		for i := range t.NumField() {
-			if t.Field(i).IsExported() {
-				fs = append(fs, i)
-			}
-		}
-		return fs
-	})
+	return exportedByType.of(t, func(t reflect.Type) []int { return fieldIndices(t, reflect.StructField.IsExported) })
 }
 
 // contentFields returns the indices of the fields of a typed object's struct type t that are content
 // (isContentField).
 func contentFields(t reflect.Type) []int {
-	return contentByType.of(t, func(t reflect.Type) []int {
-		var fs []int
-		for i := range t.NumField() {
-			if isContentField(t.Field(i)) {
-				fs = append(fs, i)
-			}
+	return contentByType.of(t, func(t reflect.Type) []int { return fieldIndices(t, isContentField) })
+}
+
+// fieldIndices returns the indices of the fields of struct type t that keep says to walk.
+func fieldIndices(t reflect.Type, keep func(reflect.StructField) bool) []int {
+	var fs []int
+	for i := range t.NumField() {
+		if keep(t.Field(i)) {
+			fs = append(fs, i)
 		}
-		return fs
-	})
+	}
+	return fs
 }
 
 var flatByType typeMemo[bool]

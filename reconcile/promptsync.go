@@ -12,7 +12,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -59,28 +58,17 @@ type promptCache struct {
 // 100-ms check: the manager starts its controllers as soon as the informers created during setup (for
 // a field index) have listed. The Reconciler's own watches wait that way with any cache.
 //
-// The cache also remembers the REST mappings it was given: a cache restricted to namespaces
-// (cache.Options.DefaultNamespaces) asks on every read whether the kind is namespaced, and
-// controller-runtime's RESTMapper took longer to answer than the read took. A mapping is remembered
-// once found, as controller-runtime's mapper does until a kind is missing.
+// The cache also remembers the mappings of the RESTMapper it is given (a manager always gives its
+// own): a cache restricted to namespaces (cache.Options.DefaultNamespaces) asks on every read whether
+// the kind is namespaced, and controller-runtime's RESTMapper took longer to answer than the read
+// took. A mapping is remembered once found, as controller-runtime's mapper does until a kind is
+// missing.
 //
 //	opts := ctrl.Options{NewCache: reconcile.NewCache}
 func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
-	if opts.Mapper == nil {
-		if opts.HTTPClient == nil {
-			hc, err := rest.HTTPClientFor(config)
-			if err != nil {
-				return nil, fmt.Errorf("build the cache's HTTP client: %w", err)
-			}
-			opts.HTTPClient = hc
-		}
-		m, err := apiutil.NewDynamicRESTMapper(config, opts.HTTPClient)
-		if err != nil {
-			return nil, fmt.Errorf("build the cache's REST mapper: %w", err)
-		}
-		opts.Mapper = m
+	if opts.Mapper != nil {
+		opts.Mapper = newMappingMemo(opts.Mapper)
 	}
-	opts.Mapper = newMappingMemo(opts.Mapper)
 	c, err := cache.New(config, opts)
 	if err != nil {
 		return nil, err
