@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	// controller-runtime registers its process and Go collectors with its controller package, which
+	// the managers under measurement import.
+	_ "sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/testing/cluster"
@@ -223,6 +228,25 @@ func TestStatsFrom(t *testing.T) {
 	}
 	if diff := cmp.Diff(reconcileStats{count: 8, seconds: 1.75}, got, cmp.AllowUnexported(reconcileStats{})); diff != "" {
 		t.Errorf("statsFrom (-want +got):\n%s", diff)
+	}
+}
+
+func TestReconcilesGathersNoProcessMetrics(t *testing.T) {
+	if _, err := reconciles(); err != nil {
+		t.Fatalf("reconciles: %v", err)
+	}
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	var got []string
+	for _, f := range families {
+		if name := f.GetName(); strings.HasPrefix(name, "process_") || strings.HasPrefix(name, "go_") {
+			got = append(got, name)
+		}
+	}
+	if diff := cmp.Diff([]string(nil), got); diff != "" {
+		t.Errorf("process and runtime metrics still gathered (-want +got):\n%s", diff)
 	}
 }
 
