@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"reflect"
-	"unique"
+	"strings"
+	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,7 +16,7 @@ import (
 // content) are seldom repeated, and sharing one would only add an entry to the process's table.
 const maxInterned = 64
 
-// intern returns the process's one copy of s (package unique), for strings that objects repeat:
+// intern returns the process's shared copy of s (sharedStrings), for strings that objects repeat:
 // label keys and values, annotation keys, namespaces, owner names and kinds, condition reasons. A
 // decoded object holds its own copy of each; a cache of many similar objects then holds the same
 // strings many times over.
@@ -22,7 +24,79 @@ func intern(s string) string {
 	if s == "" || len(s) > maxInterned {
 		return s
 	}
-	return unique.Make(s).Value()
+	return sharedStrings.intern(s)
+}
+
+// sharedStrings is the table intern shares strings through.
+var sharedStrings = newStringTable(minStringGeneration, minStringGenerationAge, time.Now)
+
+// A generation of sharedStrings retires only once it holds minStringGeneration strings and is
+// minStringGenerationAge old: the strings of a burst (the lists of a restart, every object new to the
+// process) stay in one generation and are shared as they come in again from other kinds.
+const (
+	minStringGeneration    = 1024
+	minStringGenerationAge = time.Minute
+)
+
+// stringTable hands out one copy of each string it is given, for a while: in generations. The
+// current generation keeps every string given since it began; a string given again while it is in
+// the old generation moves on to the current one, so the strings the cache's objects keep bringing in
+// stay shared. A generation retires (becomes the old one, and the old one is dropped) once it holds as
+// many strings as the old one, at least minSize, and got its first string at least minAge ago. So a
+// string no object brought in for a whole generation (of a deleted object) leaves the table, a string
+// brought in at least once a generation keeps its one copy, and the table holds at most about twice
+// the most strings that came in within minAge (a restart's lists) or were in use at once. Dropping a
+// string from the table frees nothing an object still holds; a later object bringing it in gets a
+// copy of its own.
+//
+// Package unique shares strings with weak pointers instead. But at a restart every string is new to
+// the process, and unique's weak handle and cleanup for each were 8% of a restarted manager's CPU; a
+// string new to this table costs a map insert and a copy.
+type stringTable struct {
+	mu       sync.RWMutex
+	cur, old map[string]string
+	born     time.Time // when cur got its first string
+
+	minSize int
+	minAge  time.Duration
+	now     func() time.Time
+}
+
+func newStringTable(minSize int, minAge time.Duration, now func() time.Time) *stringTable {
+	return &stringTable{cur: map[string]string{}, minSize: minSize, minAge: minAge, now: now}
+}
+
+// intern returns the table's copy of s, adding a copy of s if it has none.
+func (t *stringTable) intern(s string) string {
+	t.mu.RLock()
+	v, ok := t.cur[s]
+	t.mu.RUnlock()
+	if ok {
+		return v
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.cur[s]; ok {
+		return v
+	}
+	if v, ok = t.old[s]; !ok {
+		v = strings.Clone(s) // s may be part of a larger string the object's decoder allocated
+	}
+	if len(t.cur) == 0 {
+		t.born = t.now()
+	}
+	t.cur[v] = v
+	if len(t.cur) >= max(t.minSize, len(t.old)) && t.now().Sub(t.born) >= t.minAge {
+		t.old, t.cur = t.cur, map[string]string{}
+	}
+	return v
+}
+
+// size returns the number of strings the table holds.
+func (t *stringTable) size() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.cur) + len(t.old)
 }
 
 // internObject makes obj's strings (of a typed object all of them, of an unstructured one its metadata)
