@@ -221,7 +221,17 @@ func (a *Applier) FieldManager() string { return a.cfg.fieldManager }
 // reads unstructured objects from the API server (one GET per Apply) unless its cache is set up for
 // them (client.Options{Cache: &client.CacheOptions{Unstructured: true}}).
 func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (client.Object, Operation, error) {
-	c, err := a.newCall(owner, desired)
+	obj, ok := desired.DeepCopyObject().(client.Object)
+	if !ok {
+		return nil, "", fmt.Errorf("apply %T: not a client.Object", desired)
+	}
+	return a.applyOwn(ctx, owner, obj)
+}
+
+// applyOwn is Apply of an object the caller hands over (Apply's own copy of desired, or Graph's
+// annotated copy of a node's object): it is prepared and sent as it is, not copied again.
+func (a *Applier) applyOwn(ctx context.Context, owner, obj client.Object) (client.Object, Operation, error) {
+	c, err := a.newCall(owner, obj)
 	if err != nil {
 		return nil, "", err
 	}
@@ -301,14 +311,10 @@ func (c *applyCall) ownerUID() types.UID {
 
 // newCall prepares a copy of desired (namespace, ownership, tracking); its intent is computed when
 // needed.
-func (a *Applier) newCall(owner, desired client.Object) (*applyCall, error) {
-	obj, ok := desired.DeepCopyObject().(client.Object)
-	if !ok {
-		return nil, fmt.Errorf("apply %T: not a client.Object", desired)
-	}
+func (a *Applier) newCall(owner, obj client.Object) (*applyCall, error) {
 	gvk, err := apiutil.GVKForObject(obj, a.scheme)
 	if err != nil {
-		return nil, fmt.Errorf("apply %T %s: %w", desired, desired.GetName(), err)
+		return nil, fmt.Errorf("apply %T %s: %w", obj, obj.GetName(), err)
 	}
 	if err := a.prepare(owner, obj, gvk); err != nil {
 		return nil, err

@@ -469,7 +469,12 @@ func inDependencyOrder(after [][]int, step func(i int)) {
 // what the child waits for, if anything.
 func applyChild(ctx context.Context, a *Applier, owner client.Object, n *Node) (cr ChildResult, waiting []string, err error) {
 	cr.Name = n.name
-	live, op, err := a.Apply(ctx, owner, n.annotated())
+	obj, err := n.annotated()
+	if err != nil {
+		cr.Reason = "apply failed"
+		return cr, nil, fmt.Errorf("child %q: %w", n.name, err)
+	}
+	live, op, err := a.applyOwn(ctx, owner, obj)
 	switch {
 	case errors.Is(err, ErrTerminating):
 		cr.Reason = "being deleted; it is created again once it is gone"

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -24,10 +25,10 @@ const (
 
 // annotated returns a copy of the node's object carrying AnnotationNode and, when the node has
 // dependencies, AnnotationDependsOn (any value of its own for them is replaced).
-func (n *Node) annotated() client.Object {
+func (n *Node) annotated() (client.Object, error) {
 	obj, ok := n.obj.DeepCopyObject().(client.Object)
 	if !ok {
-		return n.obj // Apply reports the type
+		return nil, fmt.Errorf("copy of %T is a %T, not a client.Object: generate DeepCopyObject for the type", n.obj, n.obj.DeepCopyObject())
 	}
 	annotations := maps.Clone(obj.GetAnnotations())
 	if annotations == nil {
@@ -39,5 +40,5 @@ func (n *Node) annotated() client.Object {
 		annotations[AnnotationDependsOn] = strings.Join(slices.Sorted(slices.Values(n.deps)), ",")
 	}
 	obj.SetAnnotations(annotations)
-	return obj
+	return obj, nil
 }
