@@ -43,11 +43,12 @@ const (
 // the old generation moves on to the current one, so the strings the cache's objects keep bringing in
 // stay shared. A generation retires (becomes the old one, and the old one is dropped) once it holds as
 // many strings as the old one, at least minSize, and got its first string at least minAge ago. So a
-// string no object brought in for a whole generation (of a deleted object) leaves the table, a string
-// brought in at least once a generation keeps its one copy, and the table holds at most about twice
-// the most strings that came in within minAge (a restart's lists) or were in use at once. Dropping a
-// string from the table frees nothing an object still holds; a later object bringing it in gets a
-// copy of its own.
+// string no object brought in for a whole generation (of a deleted object) leaves the table, and a
+// string brought in at least once a generation keeps its one copy. Generations never shrink: the
+// table holds at most about twice the most strings ever brought in within minAge (a restart's lists),
+// and after the number of objects falls it keeps that much until as many strings have come in again.
+// Dropping a string from the table frees nothing an object still holds; a later object bringing it in
+// gets a copy of its own.
 //
 // Package unique shares strings with weak pointers instead. But at a restart every string is new to
 // the process, and unique's weak handle and cleanup for each were 8% of a restarted manager's CPU; a
