@@ -309,8 +309,8 @@ func (c *applyCall) ownerUID() types.UID {
 	return c.owner.GetUID()
 }
 
-// newCall prepares a copy of desired (namespace, ownership, tracking); its intent is computed when
-// needed.
+// newCall prepares obj, the caller's own copy of a desired object (namespace, ownership, tracking);
+// its intent is computed when needed.
 func (a *Applier) newCall(owner, obj client.Object) (*applyCall, error) {
 	gvk, err := apiutil.GVKForObject(obj, a.scheme)
 	if err != nil {

@@ -93,13 +93,6 @@ func (t *stringTable) intern(s string) string {
 	return v
 }
 
-// size returns the number of strings the table holds.
-func (t *stringTable) size() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.cur) + len(t.old)
-}
-
 // internObject makes obj's strings (of a typed object all of them, of an unstructured one its metadata)
 // shared with the other objects of the process (see intern). The object's own UID and
 // resourceVersion, which no other object repeats, are left as they are.

@@ -10,6 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// size returns the number of strings t holds.
+func (t *stringTable) size() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.cur) + len(t.old)
+}
+
 // fresh returns s in an allocation of its own, as a decoder hands each object its strings.
 func fresh(s string) string { return strings.Clone(s) }
 
