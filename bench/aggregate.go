@@ -24,6 +24,7 @@ func Median(rounds []Result) Result {
 		Description:    rounds[0].Description,
 		Converge:       phase(func(r Result) Phase { return r.Converge }),
 		Restart:        phase(func(r Result) Phase { return r.Restart }),
+		RestartFloor:   medianOptional(rounds, func(r Result) *Phase { return r.RestartFloor }),
 		Update:         phase(func(r Result) Phase { return r.Update }),
 		Delete:         phase(func(r Result) Phase { return r.Delete }),
 		Memory: Memory{
@@ -34,6 +35,22 @@ func Median(rounds []Result) Result {
 		},
 		IdleCPUPerSecond: medianFloatMap(rounds, func(r Result) map[string]float64 { return r.IdleCPUPerSecond }),
 	}
+}
+
+// medianOptional returns the median of the phases get finds in the rounds that have one, nil if none
+// has.
+func medianOptional(rounds []Result, get func(Result) *Phase) *Phase {
+	var ps []Phase
+	for _, r := range rounds {
+		if p := get(r); p != nil {
+			ps = append(ps, *p)
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	p := medianPhase(ps)
+	return &p
 }
 
 func medianPhase(ps []Phase) Phase {

@@ -74,3 +74,31 @@ func TestMedianIdleCPU(t *testing.T) {
 		t.Errorf("converge CPU above idle (-want +got):\n%s", diff)
 	}
 }
+
+func TestMedianRestartFloor(t *testing.T) {
+	floor := func(seconds float64) *Phase {
+		return &Phase{Seconds: seconds, ByVerb: map[string]int{}, Writes: map[string]int{}}
+	}
+	cases := map[string]struct {
+		floors []*Phase
+		want   *Phase
+	}{
+		"no round measured one": {floors: []*Phase{nil, nil}},
+		"the median of the rounds that did": {
+			floors: []*Phase{floor(0.6), nil, floor(0.4), floor(0.9)},
+			want:   floor(0.6),
+		},
+		"two rounds": {floors: []*Phase{floor(0.4), floor(0.5)}, want: floor(0.45)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rounds := make([]Result, len(tc.floors))
+			for i, f := range tc.floors {
+				rounds[i] = Result{Implementation: "convergo", RestartFloor: f}
+			}
+			if diff := cmp.Diff(tc.want, Median(rounds).RestartFloor); diff != "" {
+				t.Errorf("median restart floor (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -115,6 +115,10 @@ type Result struct {
 	Converge Phase `json:"converge"`
 	// Restart: a fresh manager (fresh cache) until every Welcome was reconciled again.
 	Restart Phase `json:"restart"`
+	// RestartFloor, with WithFloor, is the restart of a receiver on the implementation's objects,
+	// measured right after Restart: a manager that only lists and watches the Welcomes and their
+	// children and reads each Welcome once, the least any operator's restart can take here.
+	RestartFloor *Phase `json:"restartFloor,omitempty"`
 	// Update: spec.replicas changed on every Welcome, until all are Ready again.
 	Update Phase `json:"update"`
 	// Delete: every Welcome deleted, until no Welcome and no child is left.
@@ -164,6 +168,9 @@ type ByHand struct {
 	// AvailableSeconds is the time from the first create until all were available (0 without
 	// rollout).
 	AvailableSeconds float64 `json:"availableSeconds,omitempty"`
+	// ScaledSeconds is the time from the first patch of their replicas until all had the new number
+	// available (0 when they were not scaled).
+	ScaledSeconds float64 `json:"scaledSeconds,omitempty"`
 }
 
 // Row is one line of the comparison: a metric with one value per implementation.
@@ -311,6 +318,19 @@ func (r *Report) Rows() []Row {
 				add(ph.name+": mean "+w+" latency", "ms", func(x Result) float64 { return get(x).MeanLatencySeconds[w] * 1000 })
 			}
 		}
+		if ph.name == "restart" && r.anyResult(func(x Result) bool { return x.RestartFloor != nil }) {
+			floor := func(x Result) Phase {
+				if x.RestartFloor == nil {
+					return Phase{}
+				}
+				return *x.RestartFloor
+			}
+			add(restartFloorMetric, "s", func(x Result) float64 { return floor(x).Seconds })
+			for _, comp := range []string{aboveIdleComponent, processComponent, machineComponent} {
+				add("restart floor: "+comp+" CPU", "ms per CR", func(x Result) float64 { return floor(x).ServerCPUSeconds[comp] * 1000 / n })
+			}
+			add("restart floor: CPU in use", "cores", func(x Result) float64 { return floor(x).BusyCores })
+		}
 	}
 	if r.anyResult(func(x Result) bool { _, ok := x.IdleCPUPerSecond[aboveIdleComponent]; return ok }) {
 		add("idle: "+aboveIdleComponent+" CPU", "ms per s", func(x Result) float64 { return x.IdleCPUPerSecond[aboveIdleComponent] * 1000 })
@@ -341,6 +361,10 @@ var cpuComponents = append(slices.Clone(serverComponents), processComponent, mac
 // aboveIdleComponent is the component whose CPU above idle the report shows: the API server, the
 // figure of issue #18's targets.
 const aboveIdleComponent = "kube-apiserver"
+
+// restartFloorMetric names the row of the receiver's restart on each implementation's objects
+// (Result.RestartFloor).
+const restartFloorMetric = "restart floor: time until all reconciled by a receiver"
 
 // anyResult reports whether has holds for the figures of any implementation: rows of figures that
 // older reports or some runs lack are left out.
@@ -438,6 +462,10 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "Floor, on the warmed cluster before the first measurement: %d Deployments created the same way were all available "+
 			"after %s s: the cluster's own part of a converge phase of %d Welcomes, which no operator can shorten.\n\n",
 			r.Floor.Deployments, formatValue(r.Floor.AvailableSeconds), r.N)
+		if r.Floor.ScaledSeconds > 0 {
+			fmt.Fprintf(&b, "Scaled by hand in the same way to the update phase's replicas, they all had them available after %s s: "+
+				"the cluster's own part of an update phase.\n\n", formatValue(r.Floor.ScaledSeconds))
+		}
 	}
 	if r.WithoutRollout {
 		fmt.Fprintf(&b, "Without rollout: kube-controller-manager ran without %s (the garbage collector ran), so no Deployment "+
@@ -530,6 +558,16 @@ func (r *Report) expertTargets() string {
 	for _, row := range r.Rows() {
 		rows[row.Metric] = row
 	}
+	// floors are the figures that no implementation can go below (WithFloor), in the unit of their
+	// target's row.
+	floors := map[string]floorNote{}
+	if r.Floor != nil {
+		floors["converge: time until all Ready"] = floorNote{r.Floor.AvailableSeconds, "the same number of Deployments created by hand, all available"}
+		floors["update: time until all Ready"] = floorNote{r.Floor.ScaledSeconds, "those Deployments scaled by hand, all scaled"}
+	}
+	if floor, ok := rows[restartFloorMetric]; ok {
+		floors["restart: time until all reconciled"] = floorNote{floor.Values["convergo"], "a receiver that only lists and watches, and reads each Welcome once, restarted on convergo's objects"}
+	}
 	var b strings.Builder
 	for _, t := range []struct {
 		metric string
@@ -551,8 +589,17 @@ func (r *Report) expertTargets() string {
 		ratio := row.Values["convergo"] / row.Values["expert"]
 		fmt.Fprintf(&b, "- %s at most %sx the expert's: convergo %s, expert %s (%s): %s\n", t.metric, formatValue(t.most),
 			formatValue(row.Values["convergo"]), formatValue(row.Values["expert"]), row.Unit, verdictRatio(ratio, t.most))
+		if f := floors[t.metric]; f.seconds > 0 {
+			fmt.Fprintf(&b, "  (floor: %s, in %s s, %sx the expert's)\n", f.what, formatValue(f.seconds), formatValue(f.seconds/row.Values["expert"]))
+		}
 	}
 	return b.String()
+}
+
+// floorNote is a time no implementation can go below, and what was measured to find it.
+type floorNote struct {
+	seconds float64
+	what    string
 }
 
 // verdictRatio renders an achieved ratio against its bound.

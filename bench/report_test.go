@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -596,6 +597,22 @@ func TestExpertTargets(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, md[strings.Index(md, "## Targets"):])
 		}
 	}
+	if strings.Contains(md, "(floor:") {
+		t.Errorf("floors without a floor measured:\n%s", md[strings.Index(md, "## Targets"):])
+	}
+	r.Floor = &ByHand{Deployments: 10, AvailableSeconds: 3, ScaledSeconds: 0.5}
+	md = r.Markdown()
+	for _, want := range []string{
+		"- converge: time until all Ready at most 0.90x the expert's: convergo 2, expert 4 (s): 0.50x, met\n" +
+			"  (floor: the same number of Deployments created by hand, all available, in 3 s, 0.75x the expert's)\n" +
+			"- converge: kube-apiserver CPU",
+		"- update: time until all Ready at most 0.90x the expert's: convergo 1, expert 1 (s): 1x, NOT met\n" +
+			"  (floor: those Deployments scaled by hand, all scaled, in 0.50 s, 0.50x the expert's)\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md[strings.Index(md, "## Targets"):])
+		}
+	}
 	if md := sampleReport().Markdown(); strings.Contains(md, "the expert's") {
 		t.Errorf("targets against the expert without an expert run:\n%s", md)
 	}
@@ -669,12 +686,19 @@ func TestMarkdownByHand(t *testing.T) {
 			notWant: []string{"Floor"},
 		},
 		"warm-up and floor": {
-			warmUp: ByHand{Deployments: 10, AvailableSeconds: 3.5},
-			floor:  &ByHand{Deployments: 10, AvailableSeconds: 2.25},
+			warmUp:  ByHand{Deployments: 10, AvailableSeconds: 3.5},
+			floor:   &ByHand{Deployments: 10, AvailableSeconds: 2.25},
+			notWant: []string{"Scaled"},
 			want: []string{"Warm-up, on the fresh cluster: 10", "Floor, on the warmed cluster before the first measurement: 10 Deployments created the same way " +
 				"were all available after 2.25 s: the cluster's own part of a converge phase of 10 Welcomes"},
 		},
-		"without rollout": {warmUp: ByHand{Deployments: 10}, floor: &ByHand{Deployments: 10}, notWant: []string{"Warm-up", "Floor"}},
+		"floor scaled": {
+			warmUp: ByHand{Deployments: 10, AvailableSeconds: 3.5},
+			floor:  &ByHand{Deployments: 10, AvailableSeconds: 2.25, ScaledSeconds: 1.5},
+			want: []string{"were all available after 2.25 s", "Scaled by hand in the same way to the update phase's replicas, they all had them " +
+				"available after 1.50 s: the cluster's own part of an update phase."},
+		},
+		"without rollout": {warmUp: ByHand{Deployments: 10}, floor: &ByHand{Deployments: 10}, notWant: []string{"Warm-up", "Floor", "Scaled"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -697,5 +721,51 @@ func checkMarkdown(t *testing.T, md string, want, notWant []string) {
 		if strings.Contains(md, s) {
 			t.Errorf("markdown has %q:\n%s", s, md)
 		}
+	}
+}
+
+func TestRestartFloor(t *testing.T) {
+	floor := &Phase{Seconds: 0.3, BusyCores: 1.5, ServerCPUSeconds: map[string]float64{"kube-apiserver": 0.1, "manager process": 0.2, "machine": 0.45}}
+	cases := map[string]struct {
+		floors        []*Phase // convergo's, then the expert's
+		rows          map[string]map[string]float64
+		want, notWant []string
+	}{
+		"measured": {
+			floors: []*Phase{floor, {Seconds: 0.2}},
+			rows: map[string]map[string]float64{
+				restartFloorMetric:                   {"convergo": 0.3, "expert": 0.2},
+				"restart floor: kube-apiserver CPU":  {"convergo": 10, "expert": 0}, // ms per CR, N=10
+				"restart floor: manager process CPU": {"convergo": 20, "expert": 0},
+				"restart floor: machine CPU":         {"convergo": 45, "expert": 0},
+				"restart floor: CPU in use":          {"convergo": 1.5, "expert": 0},
+			},
+			want: []string{"| restart floor: time until all reconciled by a receiver (s) | 0.30 | 0.20 | 1.50 |",
+				"- restart: time until all reconciled at most 0.50x the expert's: convergo 0.50, expert 0.40 (s): 1.25x, NOT met\n" +
+					"  (floor: a receiver that only lists and watches, and reads each Welcome once, restarted on convergo's objects, in 0.30 s, 0.75x the expert's)\n"},
+		},
+		"not measured": {floors: []*Phase{nil, nil}, notWant: []string{"restart floor"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := sampleReport()
+			r.Results[1].Implementation = "expert" // the sample's baseline stands in for the expert (restart 0.4 s)
+			for i, f := range tc.floors {
+				r.Results[i].RestartFloor = f
+			}
+			got := map[string]map[string]float64{}
+			for _, row := range r.Rows() {
+				if strings.HasPrefix(row.Metric, "restart floor") {
+					got[row.Metric] = row.Values
+				}
+			}
+			if tc.rows == nil {
+				tc.rows = map[string]map[string]float64{}
+			}
+			if diff := cmp.Diff(tc.rows, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+				t.Errorf("restart floor rows (-want +got):\n%s", diff)
+			}
+			checkMarkdown(t, r.Markdown(), tc.want, tc.notWant)
+		})
 	}
 }

@@ -157,10 +157,16 @@ func WithPhaseTimeout(d time.Duration) Option { return func(c *config) { c.phase
 // phase's requests are counted as complete (default DefaultQuietPeriod).
 func WithQuietPeriod(d time.Duration) Option { return func(c *config) { c.quiet = d } }
 
-// WithFloor has the bench, once warmed up and before the first measurement, roll out N Deployments
-// by hand as the warm-up does (each with a ConfigMap, created 16 at a time, no operator running) and
-// report when all were available (Report.Floor): the cluster's own part of a converge phase, which no
-// operator can shorten. Ignored WithoutRollout.
+// WithFloor has the bench measure what no operator can shorten:
+//   - once warmed up and before the first measurement, it rolls out N Deployments by hand as the
+//     warm-up does (each with a ConfigMap, created 16 at a time, no operator running) and reports when
+//     all were available, then scales them to the update phase's replicas and reports when all were
+//     scaled (Report.Floor): the cluster's own part of a converge and of an update phase (not
+//     WithoutRollout);
+//   - after each restart phase, it restarts a receiver on the implementation's objects, a manager that
+//     only lists and watches them and reads each Welcome once (Result.RestartFloor): the shortest
+//     restart any operator could have. The implementation's manager is then restarted again, and
+//     the update phase starts once it is quiet.
 func WithFloor() Option { return func(c *config) { c.floor = true } }
 
 // WithIdleWindow sets how long the control plane's idle CPU is read before each converge phase
@@ -289,12 +295,12 @@ func Run(ctx context.Context, impls []Implementation, opts ...Option) (*Report, 
 	}
 	cfg.log.Info("warmed up", "after", since(begin), "deployments", report.WarmUp.Deployments, "availableAfter", report.WarmUp.AvailableSeconds)
 	if cfg.floor && !cfg.noRollout {
-		floor, err := byHand(ctx, env, "bench-floor", cfg.n, cfg.phaseTimeout, true)
+		floor, err := byHand(ctx, env, "bench-floor", cfg.n, cfg.phaseTimeout, true, cfg.replicasAfter)
 		if err != nil {
 			return nil, fmt.Errorf("bench: floor: %w", err)
 		}
 		report.Floor = &floor
-		cfg.log.Info("floor", "deployments", floor.Deployments, "availableAfter", floor.AvailableSeconds)
+		cfg.log.Info("floor", "deployments", floor.Deployments, "availableAfter", floor.AvailableSeconds, "scaledAfter", floor.ScaledSeconds)
 	}
 
 	runs := map[string][]Result{}
@@ -368,7 +374,7 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 		}
 	}
 	var err error
-	if r.mgr, err = r.startManager(ctx, true); err != nil {
+	if r.mgr, err = r.startManager(ctx, r.impl, true); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -416,6 +422,13 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 
 	if res.Restart, err = r.restart(ctx); err != nil {
 		return nil, fmt.Errorf("restart: %w", err)
+	}
+	if cfg.floor {
+		floor, err := r.restartFloor(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("restart floor: %w", err)
+		}
+		res.RestartFloor = &floor
 	}
 	if res.Update, err = r.update(ctx); err != nil {
 		return nil, fmt.Errorf("update: %w", err)
@@ -489,15 +502,21 @@ func (r *run) converge(ctx context.Context) (Phase, error) {
 
 // restart replaces the manager by a fresh one and waits until every Welcome was reconciled again.
 func (r *run) restart(ctx context.Context) (Phase, error) {
+	return r.restartAs(ctx, "restart", r.impl)
+}
+
+// restartAs is restart with impl's manager as the fresh one; name names the phase in logs and
+// profiles.
+func (r *run) restartAs(ctx context.Context, name string, impl Implementation) (Phase, error) {
 	r.mgr.stop()
 	r.mgr = nil
 	var base int
-	p, err := r.measureEvery(ctx, "restart", restartPollInterval, func() error {
+	p, err := r.measureEvery(ctx, name, restartPollInterval, func() error {
 		var err error
 		if base, err = reconcileCount(); err != nil {
 			return err
 		}
-		r.mgr, err = r.startManager(ctx, false)
+		r.mgr, err = r.startManager(ctx, impl, false)
 		return err
 	}, func(ctx context.Context) (bool, string, error) {
 		n, err := reconcileCount()
@@ -507,6 +526,21 @@ func (r *run) restart(ctx context.Context) (Phase, error) {
 		return n-base >= r.cfg.n, fmt.Sprintf("%d/%d reconciled", n-base, r.cfg.n), nil
 	}, nil)
 	return p, err
+}
+
+// restartFloor measures the receiver's restart (see receiver) on the implementation's objects: the
+// least a restart of any operator of these Welcomes can take. Then it restarts the implementation's
+// own manager and waits until it has reconciled every Welcome and gone quiet, so that the next phase
+// finds it as the restart phase left it.
+func (r *run) restartFloor(ctx context.Context) (Phase, error) {
+	p, err := r.restartAs(ctx, "restart-floor", receiver)
+	if err != nil {
+		return Phase{}, err
+	}
+	if _, err := r.restartAs(ctx, "restart-back", r.impl); err != nil {
+		return Phase{}, fmt.Errorf("restart %s after the receiver: %w", r.impl.Name, err)
+	}
+	return p, nil
 }
 
 // update sets spec.replicas on every Welcome and waits until all are Ready for the new generation.
@@ -950,27 +984,27 @@ type runningManager struct {
 // limited to the namespace, metrics and health endpoints off. With waitSync it returns once the Welcome
 // informer has synced; without, at once (the restart waits for the reconciles instead: a wait of the
 // driver's, checked every 100 ms, would be part of the time measured).
-func (r *run) startManager(ctx context.Context, waitSync bool) (*runningManager, error) {
+func (r *run) startManager(ctx context.Context, impl Implementation, waitSync bool) (*runningManager, error) {
 	opts := manager.Options{
 		Scheme:                 r.env.Scheme,
-		Logger:                 r.cfg.managerLog.WithValues("implementation", r.impl.Name),
+		Logger:                 r.cfg.managerLog.WithValues("implementation", impl.Name),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{r.ns: {}}},
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	}
-	if r.impl.Cache != nil {
-		r.impl.Cache(&opts.Cache)
+	if impl.Cache != nil {
+		impl.Cache(&opts.Cache)
 	}
-	if r.impl.NewCache != nil {
-		opts.NewCache = r.impl.NewCache
+	if impl.NewCache != nil {
+		opts.NewCache = impl.NewCache
 	}
 	mgr, err := manager.New(r.latency.wrap(r.counter.Wrap(r.env.Config)), opts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
-	if err := r.impl.Setup(mgr); err != nil {
-		return nil, fmt.Errorf("set up %s: %w", r.impl.Name, err)
+	if err := impl.Setup(mgr); err != nil {
+		return nil, fmt.Errorf("set up %s: %w", impl.Name, err)
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	m := &runningManager{client: mgr.GetClient(), cancel: cancel, done: make(chan struct{})}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/testing/harness"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -30,7 +31,7 @@ const maxWarmUpBatch = 100
 // heaps of the control plane grow). warmUp therefore rolls out batch Deployments by hand (at most
 // maxWarmUpBatch; see byHand) in the namespace bench-warmup.
 func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Duration, rollout bool) (ByHand, error) {
-	res, err := byHand(ctx, env, "bench-warmup", min(max(batch, 1), maxWarmUpBatch), timeout, rollout)
+	res, err := byHand(ctx, env, "bench-warmup", min(max(batch, 1), maxWarmUpBatch), timeout, rollout, 0)
 	if err != nil {
 		return res, fmt.Errorf("warm up: %w", err)
 	}
@@ -45,10 +46,14 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 // rollout (a cluster whose deployment controller is off, see WithoutRollout) it does not wait for the
 // Deployments.
 //
-// It returns how many Deployments it made and how long after their creation began they were all
-// available (0 without rollout): what the cluster takes to roll out that many Deployments created at
-// once, with no operator in between.
-func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, timeout time.Duration, rollout bool) (ByHand, error) {
+// With rollout and scaleTo above 0, once all are available it sets every Deployment's replicas to
+// scaleTo (16 patches at a time) and waits until each has that many available.
+//
+// It returns how many Deployments it made, how long after their creation began they were all
+// available (0 without rollout), and how long after the first patch they were all scaled: what the
+// cluster takes to roll out that many Deployments created at once, and to scale them, with no operator
+// in between.
+func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, timeout time.Duration, rollout bool, scaleTo int32) (ByHand, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := env.Client
@@ -87,6 +92,13 @@ func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, 
 		}
 		res.AvailableSeconds = time.Since(start).Seconds()
 	}
+	if rollout && scaleTo > 0 {
+		scaled, err := scale(ctx, c, ns.Name, names, scaleTo)
+		if err != nil {
+			return res, err
+		}
+		res.ScaledSeconds = scaled
+	}
 	for _, name := range names {
 		if err := c.Delete(ctx, &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name}}); err != nil {
 			return res, fmt.Errorf("delete welcome %s: %w", name, err)
@@ -106,6 +118,38 @@ func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, 
 		return res, fmt.Errorf("wait for namespace %s to be gone: %w", ns.Name, err)
 	}
 	return res, nil
+}
+
+// scale sets the replicas of the Deployments names in ns to replicas and returns how long after the
+// first patch each had that many available.
+func scale(ctx context.Context, c client.Client, ns string, names []string, replicas int32) (float64, error) {
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
+	start := time.Now()
+	if err := forEachName(ctx, DefaultWorkers, names, func(name string) error {
+		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		if err := c.Patch(ctx, dep, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return fmt.Errorf("scale deployment %s: %w", name, err)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	if err := poll(ctx, func() (bool, error) {
+		var list appsv1.DeploymentList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		scaled := 0
+		for _, d := range list.Items {
+			if d.Status.AvailableReplicas == replicas && d.Status.ObservedGeneration == d.Generation {
+				scaled++
+			}
+		}
+		return scaled == len(names), nil
+	}); err != nil {
+		return 0, fmt.Errorf("wait for the deployments to have %d available: %w", replicas, err)
+	}
+	return time.Since(start).Seconds(), nil
 }
 
 // warmUpObjects creates a Welcome and, owned by it, a ConfigMap and a one-pod Deployment.

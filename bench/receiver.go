@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/reconcile"
+)
+
+// receiverWorkers is the receiver's number of workers, the expert's and Convergo's.
+const receiverWorkers = 4
+
+// receiver is the least an operator of Welcomes does when it restarts: its manager lists and watches
+// the Welcomes and the three kinds of their children in the namespace, without managedFields (as
+// the expert's cache), its controller starts its workers as soon as its informers have synced
+// (reconcile.NewCache, as Convergo's: not at controller-runtime's next 100-ms check), and each of its
+// reconciles reads its Welcome from the cache and nothing else: no child read, no request, no
+// status. Its restart measures what receiving the objects costs on this cluster, which every
+// operator pays, and so the shortest restart any of them could have (Result.RestartFloor).
+var receiver = Implementation{
+	Name:        "receiver",
+	Description: "lists and watches the Welcomes and their children, and reads each Welcome once",
+	Setup:       setUpReceiver,
+	Cache: func(opts *cache.Options) {
+		opts.DefaultTransform = cache.TransformStripManagedFields()
+	},
+	NewCache: reconcile.NewCache,
+}
+
+// setUpReceiver registers the receiver's controller with mgr.
+func setUpReceiver(mgr manager.Manager) error {
+	c := mgr.GetClient()
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("receiver").
+		For(&v1alpha1.Welcome{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: receiverWorkers}).
+		Complete(crreconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+			var w v1alpha1.Welcome
+			return ctrl.Result{}, client.IgnoreNotFound(c.Get(ctx, req.NamespacedName, &w))
+		}))
+	if err != nil {
+		return fmt.Errorf("set up the receiver: %w", err)
+	}
+	return nil
+}
