@@ -26,7 +26,9 @@ const receiverWorkers = 4
 // (reconcile.NewCache, as Convergo's: not at controller-runtime's next 100-ms check), and each of its
 // reconciles reads its Welcome from the cache and nothing else: no child read, no request, no
 // status. Its restart measures what receiving the objects costs on this cluster, which every
-// operator pays, and so the shortest restart any of them could have (Result.RestartFloor).
+// operator that lists them whole pays (the expert, Convergo), and so the shortest restart such an
+// operator could have (Result.RestartFloor). An operator that asked for less (metadata only, say)
+// would receive less.
 var receiver = Implementation{
 	Name:        "receiver",
 	Description: "lists and watches the Welcomes and their children, and reads each Welcome once",

@@ -117,7 +117,7 @@ type Result struct {
 	Restart Phase `json:"restart"`
 	// RestartFloor, with WithFloor, is the restart of a receiver on the implementation's objects,
 	// measured right after Restart: a manager that only lists and watches the Welcomes and their
-	// children and reads each Welcome once, the least any operator's restart can take here.
+	// children and reads each Welcome once: the shortest restart of an operator that lists them whole.
 	RestartFloor *Phase `json:"restartFloor,omitempty"`
 	// Update: spec.replicas changed on every Welcome, until all are Ready again.
 	Update Phase `json:"update"`
@@ -566,7 +566,7 @@ func (r *Report) expertTargets() string {
 		floors["update: time until all Ready"] = floorNote{r.Floor.ScaledSeconds, "those Deployments scaled by hand, all scaled"}
 	}
 	if floor, ok := rows[restartFloorMetric]; ok {
-		floors["restart: time until all reconciled"] = floorNote{floor.Values["convergo"], "a receiver that only lists and watches, and reads each Welcome once, restarted on convergo's objects"}
+		floors["restart: time until all reconciled"] = floorNote{floor.Values["convergo"], "a receiver that only lists and watches the same objects whole, and reads each Welcome once, restarted on convergo's objects"}
 	}
 	var b strings.Builder
 	for _, t := range []struct {

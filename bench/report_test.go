@@ -742,7 +742,7 @@ func TestRestartFloor(t *testing.T) {
 			},
 			want: []string{"| restart floor: time until all reconciled by a receiver (s) | 0.30 | 0.20 | 1.50 |",
 				"- restart: time until all reconciled at most 0.50x the expert's: convergo 0.50, expert 0.40 (s): 1.25x, NOT met\n" +
-					"  (floor: a receiver that only lists and watches, and reads each Welcome once, restarted on convergo's objects, in 0.30 s, 0.75x the expert's)\n"},
+					"  (floor: a receiver that only lists and watches the same objects whole, and reads each Welcome once, restarted on convergo's objects, in 0.30 s, 0.75x the expert's)\n"},
 		},
 		"not measured": {floors: []*Phase{nil, nil}, notWant: []string{"restart floor"}},
 	}

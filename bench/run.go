@@ -157,7 +157,7 @@ func WithPhaseTimeout(d time.Duration) Option { return func(c *config) { c.phase
 // phase's requests are counted as complete (default DefaultQuietPeriod).
 func WithQuietPeriod(d time.Duration) Option { return func(c *config) { c.quiet = d } }
 
-// WithFloor has the bench measure what no operator can shorten:
+// WithFloor has the bench measure what operators cannot shorten:
 //   - once warmed up and before the first measurement, it rolls out N Deployments by hand as the
 //     warm-up does (each with a ConfigMap, created 16 at a time, no operator running) and reports when
 //     all were available, then scales them to the update phase's replicas and reports when all were
@@ -165,8 +165,8 @@ func WithQuietPeriod(d time.Duration) Option { return func(c *config) { c.quiet 
 //     WithoutRollout);
 //   - after each restart phase, it restarts a receiver on the implementation's objects, a manager that
 //     only lists and watches them and reads each Welcome once (Result.RestartFloor): the shortest
-//     restart any operator could have. The implementation's manager is then restarted again, and
-//     the update phase starts once it is quiet.
+//     restart of an operator that lists these objects whole. The implementation's manager is then
+//     restarted again, and the update phase starts once it is quiet.
 func WithFloor() Option { return func(c *config) { c.floor = true } }
 
 // WithIdleWindow sets how long the control plane's idle CPU is read before each converge phase

@@ -9,7 +9,7 @@
 //	go run ./bench/cmd/bench -n 2000 -out bench/results
 //	go run ./bench/cmd/bench -impl convergo,baseline # convergo/baseline ratios, as before the expert
 //	go run ./bench/cmd/bench -impl expert -json
-//	go run ./bench/cmd/bench -n 200 -floor            # also what no operator can shorten
+//	go run ./bench/cmd/bench -n 200 -floor            # also what operators cannot shorten
 //	go run ./bench/cmd/bench -n 200 -without-rollout  # only the managers' own requests
 //
 // For each implementation in turn it measures converge (N Welcomes created at once until all
@@ -22,12 +22,12 @@
 // <dir>/<date>-n<N>.md and .json. Progress goes to stderr. Before each converge phase it reads the
 // control plane's idle CPU, and every phase reports the API server's CPU above idle.
 //
-// -floor measures what no operator can shorten. First it rolls out N Deployments by hand on the warmed
+// -floor measures what operators cannot shorten. First it rolls out N Deployments by hand on the warmed
 // cluster, with no operator, and reports when all were available, then scales them to the update
 // phase's replicas and reports when all were scaled: the cluster's own part of a converge and of an
 // update phase. And after each restart phase it restarts a receiver on the implementation's
 // objects, a manager that only lists and watches them and reads each Welcome once: the shortest
-// restart any operator could have ("restart floor" rows; the targets give each floor as a ratio of
+// restart of an operator that lists these objects whole ("restart floor" rows; the targets give each floor as a ratio of
 // the expert's figure). -without-rollout runs
 // kube-controller-manager without the controllers that act on the children, so that the API server
 // serves only the managers' own requests (and the driver's); converge and update then end when every

@@ -161,10 +161,10 @@ func parseFlags(args []string) (flags, error) {
 	fs.BoolVar(&f.noRoll, "without-rollout", false, "run kube-controller-manager without the controllers that act on the children (deployment, "+
 		"replicaset, endpointslice): measures the managers' own requests and what they cost the API server; converge and update end "+
 		"when every Welcome's status is written for its generation")
-	fs.BoolVar(&f.floor, "floor", false, "measure what no operator can shorten: before the first measurement, roll out N Deployments by hand (no operator), "+
+	fs.BoolVar(&f.floor, "floor", false, "measure what operators cannot shorten: before the first measurement, roll out N Deployments by hand (no operator), "+
 		"report when all were available and, scaled to the update's replicas, when all were scaled (the cluster's own part of converge "+
 		"and update); after each restart, restart a receiver that only lists, watches and reads each Welcome on the implementation's "+
-		"objects (the shortest restart any operator could have)")
+		"objects (the shortest restart of an operator that lists these objects whole)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
