@@ -529,7 +529,7 @@ func (r *run) restartAs(ctx context.Context, name string, impl Implementation) (
 }
 
 // restartFloor measures the receiver's restart (see receiver) on the implementation's objects: the
-// least a restart of any operator of these Welcomes can take. Then it restarts the implementation's
+// least a restart of an operator that lists them whole can take. Then it restarts the implementation's
 // own manager and waits until it has reconciled every Welcome and gone quiet, so that the next phase
 // finds it as the restart phase left it.
 func (r *run) restartFloor(ctx context.Context) (Phase, error) {
