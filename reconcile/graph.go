@@ -260,6 +260,19 @@ func (g *Graph) Order() ([]string, error) {
 // Types returns one empty object per distinct child type declared, in declaration order. Use it
 // (plus the types a graph may no longer declare) for watches and Prune.
 func (g *Graph) Types() []client.Object {
+	samples := g.typeSamples()
+	out := make([]client.Object, len(samples))
+	for i, s := range samples {
+		out[i] = kobj.New(s)
+	}
+	return out
+}
+
+// typeSamples returns the first declared child of each distinct child type, in declaration order:
+// Types without an empty object made per type, for callers that only need to know the types (a
+// Deployment's empty struct made three times a reconcile was 2% of a restarted manager's CPU). The
+// children are the graph's own: read their types, never their content.
+func (g *Graph) typeSamples() []client.Object {
 	var out []client.Object
 	seen := map[string]bool{}
 	for _, n := range g.nodes {
@@ -271,7 +284,7 @@ func (g *Graph) Types() []client.Object {
 			continue
 		}
 		seen[t] = true
-		out = append(out, kobj.New(n.obj))
+		out = append(out, n.obj)
 	}
 	return out
 }

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/convergo-dev/convergo/finalizer"
+	"github.com/convergo-dev/convergo/internal/kobj"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/sharding"
 	"github.com/convergo-dev/convergo/status"
@@ -673,7 +674,7 @@ func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
 		return out
 	}
 	r.labelChildren(g)
-	r.watchTypes(ctx, g.Types())
+	r.watchTypes(ctx, g)
 	out.result, err = g.Apply(ctx, r.applier, obj)
 	if err != nil {
 		return r.failed(out, err)
@@ -867,22 +868,23 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 	return r.applier.DeleteOwned(ctx, obj, typesToDelete...)
 }
 
-// watchTypes starts watching child types a graph declares that are not watched yet (only once the
+// watchTypes starts watching child types g declares that are not watched yet (only once the
 // controller is set up; direct Reconcile calls skip this).
-func (r *Reconciler[T]) watchTypes(ctx context.Context, objs []client.Object) {
+func (r *Reconciler[T]) watchTypes(ctx context.Context, g *Graph) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.controller == nil {
 		return
 	}
-	for _, o := range objs {
-		gvk, err := apiutil.GVKForObject(o, r.scheme)
+	for _, sample := range g.typeSamples() {
+		gvk, err := apiutil.GVKForObject(sample, r.scheme)
 		if err != nil {
 			continue
 		}
 		if _, ok := r.watched[gvk]; ok {
 			continue
 		}
+		o := kobj.New(sample)
 		if err := r.controller.Watch(source.Kind(r.cache, o, r.counts.handler(gvk.GroupKind(), r.handler))); err != nil {
 			logf.FromContext(ctx).Error(err, "cannot watch child type; declare it with WithOwns", "kind", gvk.String())
 			continue
@@ -913,13 +915,12 @@ func (r *Reconciler[T]) pruneTypes(g *Graph) []client.Object {
 // one g does not declare: those the child counts say hold more objects than g declares of the kind,
 // those not counted, and those with a declared child whose write the cache has not shown yet.
 func (r *Reconciler[T]) typesToPrune(owner T, g *Graph) []client.Object {
-	all := r.pruneTypes(g)
 	declared := map[schema.GroupKind]int{}
 	unseen := map[schema.GroupKind]bool{}
 	for _, n := range g.nodes {
 		gvk, err := apiutil.GVKForObject(n.obj, r.scheme)
 		if err != nil {
-			return all // Prune reports it
+			return r.pruneTypes(g) // Prune reports it
 		}
 		gk := gvk.GroupKind()
 		declared[gk]++
@@ -927,11 +928,26 @@ func (r *Reconciler[T]) typesToPrune(owner T, g *Graph) []client.Object {
 			unseen[gk] = true
 		}
 	}
+	// The types of pruneTypes(g), without an empty object made for a declared type that is not kept.
 	var out []client.Object
-	for _, t := range all {
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, t := range r.knownTypes() {
 		gvk, err := apiutil.GVKForObject(t, r.scheme)
+		if err == nil {
+			seen[gvk] = true
+		}
 		if err != nil || unseen[gvk.GroupKind()] || r.counts.mayHoldUndeclared(owner.GetUID(), gvk.GroupKind(), declared[gvk.GroupKind()]) {
 			out = append(out, t)
+		}
+	}
+	for _, sample := range g.typeSamples() {
+		gvk, err := apiutil.GVKForObject(sample, r.scheme)
+		if err != nil || seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		if unseen[gvk.GroupKind()] || r.counts.mayHoldUndeclared(owner.GetUID(), gvk.GroupKind(), declared[gvk.GroupKind()]) {
+			out = append(out, kobj.New(sample))
 		}
 	}
 	return out

@@ -537,3 +537,42 @@ func childOperations(t *testing.T, controller, kind string, op Operation) float6
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestTypesToPrune checks which child types a reconcile prunes when nothing is counted yet (no
+// controller watches): the owned types, then the declared types not owned, each as an empty object
+// of its own, never a declared child itself.
+func TestTypesToPrune(t *testing.T) {
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns", UID: "uid-1"}}
+	graph := func() *Graph {
+		g := NewGraph()
+		g.Add("page", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "page", Namespace: "ns"}})
+		g.Add("secret", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secret", Namespace: "ns"}})
+		g.Add("other-page", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns"}})
+		return g
+	}
+	cases := map[string]struct {
+		opts []ReconcilerOption
+		want []string
+	}{
+		"nothing owned: each declared type once, in declaration order": {want: []string{"*v1.ConfigMap", "*v1.Secret"}},
+		"an owned type first, then the declared ones not owned": {
+			opts: []ReconcilerOption{WithOwns(&corev1.Secret{})},
+			want: []string{"*v1.Secret", "*v1.ConfigMap"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, _ := rtReconciler(t, tc.opts...)
+			var got []string
+			for _, typ := range r.typesToPrune(owner, graph()) {
+				got = append(got, fmt.Sprintf("%T", typ))
+				if typ.GetName() != "" {
+					t.Errorf("a declared child given as a type to prune: %T %q", typ, typ.GetName())
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("types to prune (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
