@@ -237,8 +237,8 @@ var verbOrder = []string{"get", "list", "watch", "create", "update", "patch", "d
 
 // Rows returns the comparison rows: for each phase its time, requests per CR in total and per verb
 // (verbs no implementation used are left out) and writes per CR; for convergence also the writes per
-// verb and resource; then the memory per CR. Each row holds every implementation's value and the
-// ratios of RatioColumns.
+// verb and resource; after the restart's, the restart floor's when measured (WithFloor); then the
+// memory per CR. Each row holds every implementation's value and the ratios of RatioColumns.
 func (r *Report) Rows() []Row {
 	var rows []Row
 	n := float64(max(r.N, 1))
@@ -558,8 +558,8 @@ func (r *Report) expertTargets() string {
 	for _, row := range r.Rows() {
 		rows[row.Metric] = row
 	}
-	// floors are the figures that no implementation can go below (WithFloor), in the unit of their
-	// target's row.
+	// floors are the times WithFloor measured below a target's row, in its unit: what the cluster
+	// takes by itself (converge, update) and what receiving the objects whole takes (restart).
 	floors := map[string]floorNote{}
 	if r.Floor != nil {
 		floors["converge: time until all Ready"] = floorNote{r.Floor.AvailableSeconds, "the same number of Deployments created by hand, all available"}
@@ -596,7 +596,7 @@ func (r *Report) expertTargets() string {
 	return b.String()
 }
 
-// floorNote is a time no implementation can go below, and what was measured to find it.
+// floorNote is a floor's time and what was measured to find it.
 type floorNote struct {
 	seconds float64
 	what    string
