@@ -35,9 +35,8 @@ const receiverWorkers = 4
 // operator could have (Result.RestartFloor). An operator that asked for less (metadata only, say)
 // would receive less.
 var receiver = Implementation{
-	Name:        "receiver",
-	Description: "lists and watches the Welcomes and their children, and reads each Welcome once",
-	Setup:       setUpReceiver,
+	Name:  "receiver",
+	Setup: setUpReceiver,
 	Cache: func(opts *cache.Options) {
 		opts.DefaultTransform = cache.TransformStripManagedFields()
 	},

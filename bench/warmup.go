@@ -75,20 +75,8 @@ func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, 
 		return res, err
 	}
 	if rollout {
-		if err := poll(ctx, func() (bool, error) {
-			var list appsv1.DeploymentList
-			if err := c.List(ctx, &list, client.InNamespace(ns.Name)); err != nil {
-				return false, err
-			}
-			available := 0
-			for _, d := range list.Items {
-				if d.Status.AvailableReplicas == 1 {
-					available++
-				}
-			}
-			return available == batch, nil
-		}); err != nil {
-			return res, fmt.Errorf("wait for the deployments to be available: %w", err)
+		if err := waitAvailable(ctx, c, ns.Name, batch, 1); err != nil {
+			return res, err
 		}
 		res.AvailableSeconds = time.Since(start).Seconds()
 	}
@@ -134,22 +122,30 @@ func scale(ctx context.Context, c client.Client, ns string, names []string, repl
 	}); err != nil {
 		return 0, err
 	}
+	if err := waitAvailable(ctx, c, ns, len(names), replicas); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
+}
+
+// waitAvailable waits until n Deployments in ns have replicas available for their generation.
+func waitAvailable(ctx context.Context, c client.Client, ns string, n int, replicas int32) error {
 	if err := poll(ctx, func() (bool, error) {
 		var list appsv1.DeploymentList
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
-		scaled := 0
+		available := 0
 		for _, d := range list.Items {
 			if d.Status.AvailableReplicas == replicas && d.Status.ObservedGeneration == d.Generation {
-				scaled++
+				available++
 			}
 		}
-		return scaled == len(names), nil
+		return available == n, nil
 	}); err != nil {
-		return 0, fmt.Errorf("wait for the deployments to have %d available: %w", replicas, err)
+		return fmt.Errorf("wait for the deployments to have %d available: %w", replicas, err)
 	}
-	return time.Since(start).Seconds(), nil
+	return nil
 }
 
 // warmUpObjects creates a Welcome and, owned by it, a ConfigMap and a one-pod Deployment.
