@@ -52,9 +52,12 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and (where config/webhook ex
 	done
 
 .PHONY: lint
-lint: ## gofmt and go vet.
+lint: ## gofmt and go vet; no build output or file over 2 MiB tracked.
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(git ls-files -z | xargs -0 -r sh -c 'for f; do [ -f "$$f" ] || continue; \
+	    if [ "$$(head -c 4 "$$f" | od -An -tx1 | tr -d " \n")" = 7f454c46 ] || [ "$$(wc -c < "$$f")" -gt 2097152 ]; then echo "$$f"; fi; done' sh); \
+	  if [ -n "$$out" ]; then echo "tracked executables or files over 2 MiB (build outputs? git rm --cached them and add them to .gitignore):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags chaos ./examples/internal/reliability/chaos/
