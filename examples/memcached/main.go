@@ -32,6 +32,7 @@ type flags struct {
 	leaderElect   bool
 	leaderElectNS string
 	concurrency   int
+	deletions     int
 	// webhookHost, webhookPort and webhookCertPath place the webhook server (9443 and
 	// controller-runtime's certificate directory by default); it runs unless ENABLE_WEBHOOKS=false.
 	webhookHost     string
@@ -50,6 +51,7 @@ func main() {
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&f.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace; required outside a cluster).")
 	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many Memcacheds are reconciled at once.")
+	flag.IntVar(&f.deletions, "max-concurrent-deletions", controller.DefaultMaxConcurrentDeletions, "How many Memcacheds being deleted are finalized at once, besides the others (0: they share --max-concurrent-reconciles).")
 	flag.StringVar(&f.webhookHost, "webhook-host", "", `Address the webhook server listens on ("": all).`)
 	flag.IntVar(&f.webhookPort, "webhook-port", webhook.DefaultPort, "Port of the webhook server.")
 	flag.StringVar(&f.webhookCertPath, "webhook-cert-path", "", "Directory of the webhook server's tls.crt and tls.key (default: controller-runtime's, <temp>/k8s-webhook-server/serving-certs).")
@@ -118,7 +120,7 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	var setupOpts []reconcile.ReconcilerOption
+	setupOpts := []reconcile.ReconcilerOption{reconcile.WithDeletionConcurrency(f.deletions)}
 	if f.shardRing != "" {
 		shard, err := sharding.Join(mgr, shardCfg, &v1alpha1.Memcached{})
 		if err != nil {

@@ -25,6 +25,10 @@ const (
 	// flag of main). The library makes this safe: children are written with server-side apply, and a
 	// reconcile that starts before the cache shows the controller's own last write works on that write.
 	DefaultMaxConcurrentReconciles = 4
+	// DefaultMaxConcurrentDeletions is how many Memcacheds being deleted are finalized at once, besides
+	// the others (reconcile.WithDeletionConcurrency; the --max-concurrent-deletions flag of main): as
+	// many as the garbage collector's workers, since a deletion pass mostly waits for the API server.
+	DefaultMaxConcurrentDeletions = 20
 	// Finalizer holds a Memcached until its children are gone, Service first.
 	Finalizer = "cache.convergo.dev/finalizer"
 )
@@ -54,7 +58,8 @@ func ShardCacheOptions(opts *cache.Options, cfg sharding.Config) {
 }
 
 // SetupWithManager registers the Memcached controller with mgr: it is Setup(). Unless the manager's
-// options set a concurrency, it reconciles DefaultMaxConcurrentReconciles Memcacheds at once.
+// options set a concurrency, it reconciles DefaultMaxConcurrentReconciles Memcacheds at once, and
+// finalizes up to DefaultMaxConcurrentDeletions Memcacheds being deleted besides.
 func SetupWithManager(mgr ctrl.Manager) error {
 	return Setup()(mgr)
 }
@@ -77,6 +82,7 @@ func Setup(opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
 				// changed a child (by default only removals get one).
 				reconcile.WithChangeEvents(),
 				reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
+				reconcile.WithDeletionConcurrency(DefaultMaxConcurrentDeletions),
 			}, opts...)...,
 		)
 		if err := r.SetupWithManager(mgr); err != nil {
