@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +48,9 @@ type Implementation struct {
 	// NewCache, when set, builds the manager's cache (manager.Options.NewCache), as the
 	// implementation's main does.
 	NewCache cache.NewCacheFunc
+	// Config, when set, adjusts a copy of the manager's client configuration, as the implementation's
+	// main would.
+	Config func(*rest.Config)
 	// Install, when set, installs what the implementation ships besides its manager (an admission
 	// policy), for its namespace ns only, before its manager starts; the function it returns removes it
 	// once the implementation has been measured.
@@ -999,7 +1003,7 @@ func (r *run) startManager(ctx context.Context, impl Implementation, waitSync bo
 	if impl.NewCache != nil {
 		opts.NewCache = impl.NewCache
 	}
-	mgr, err := manager.New(r.latency.wrap(r.counter.Wrap(r.env.Config)), opts)
+	mgr, err := manager.New(r.latency.wrap(r.counter.Wrap(impl.clientConfig(r.env.Config))), opts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
@@ -1026,6 +1030,15 @@ func (r *run) startManager(ctx context.Context, impl Implementation, waitSync bo
 		return nil, fmt.Errorf("manager cache did not sync (manager error: %v, informer error: %v)", m.err, err)
 	}
 	return m, nil
+}
+
+// clientConfig returns a copy of base adjusted by the implementation's Config, base itself unchanged.
+func (impl Implementation) clientConfig(base *rest.Config) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	if impl.Config != nil {
+		impl.Config(cfg)
+	}
+	return cfg
 }
 
 // failed returns an error if the manager has stopped on its own; nil while it runs (or for no

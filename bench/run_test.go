@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	// controller-runtime registers its process and Go collectors with its controller package, which
 	// the managers under measurement import.
 	_ "sigs.k8s.io/controller-runtime/pkg/controller"
@@ -339,6 +340,33 @@ func TestBusiest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, busiest(tt.used, tt.window)); diff != "" {
 				t.Errorf("busiest (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClientConfig(t *testing.T) {
+	plain := func(cfg *rest.Config) { cfg.DisableCompression = true }
+	tests := []struct {
+		name   string
+		config func(*rest.Config)
+		want   bool // DisableCompression of the manager's copy
+	}{
+		{name: "no adjustment", want: false},
+		{name: "adjusted", config: plain, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := &rest.Config{Host: "https://127.0.0.1:6443"}
+			got := Implementation{Config: tt.config}.clientConfig(base)
+			if diff := cmp.Diff(tt.want, got.DisableCompression); diff != "" {
+				t.Errorf("DisableCompression (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff("https://127.0.0.1:6443", got.Host); diff != "" {
+				t.Errorf("Host (-want +got):\n%s", diff)
+			}
+			if base.DisableCompression {
+				t.Error("the base configuration was changed; want a copy adjusted")
 			}
 		})
 	}

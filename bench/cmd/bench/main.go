@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -93,6 +94,15 @@ var implementations = map[string]bench.Implementation{
 		NewCache: reconcile.NewCache, Install: installFinalizerPolicy,
 		Description: "examples/welcome as shipped, but its deletions share its workers (reconcile.WithDeletionConcurrency(0))",
 	},
+	// Not measured by default: Convergo's operator as shipped but with responses uncompressed
+	// (rest.Config.DisableCompression), to show what gzip costs both ends; in converge and update,
+	// where it changes nearly nothing, it also shows the bench's noise (-impl convergo,convergo-plain).
+	"convergo-plain": {
+		Name: "convergo-plain", Setup: controller.SetupWithManager, Cache: controller.CacheOptions, NewCache: reconcile.NewCache,
+		Install:     installFinalizerPolicy,
+		Config:      func(cfg *rest.Config) { cfg.DisableCompression = true },
+		Description: "examples/welcome as shipped, with responses uncompressed (rest.Config.DisableCompression)",
+	},
 	// Not measured by default: Convergo's operator with whole child caches (reconcile.LeanCache instead
 	// of SlimCache), to show what slim caches change (-impl convergo,expert,convergo-lean).
 	"convergo-lean": {
@@ -146,7 +156,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.rounds, "rounds", bench.DefaultRounds, "how many times each implementation is measured; the report holds the medians")
 	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
 	fs.StringVar(&f.impls, "impl", defaultImplementations, "comma-separated implementations to measure, in order: convergo, expert (hand-written by an expert; "+
-		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), convergo-lean (whole child caches)")
+		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), convergo-lean (whole child caches), convergo-plain (responses uncompressed)")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the markdown table")
 	fs.StringVar(&f.out, "out", "", "directory to write <date>-n<N>.md and <date>-n<N>.json to (e.g. bench/results); nothing is written without it")
 	fs.DurationVar(&f.timeout, "timeout", bench.DefaultPhaseTimeout, "how long each phase may take")
