@@ -43,6 +43,14 @@ var receiver = Implementation{
 	NewCache: reconcile.NewCache,
 }
 
+// receiverFor returns the receiver that measures impl's restart floor: the receiver with impl's client
+// configuration, so that it receives the objects as impl does (uncompressed, say).
+func receiverFor(impl Implementation) Implementation {
+	r := receiver
+	r.Config = impl.Config
+	return r
+}
+
 // setUpReceiver registers the receiver's controller with mgr.
 func setUpReceiver(mgr manager.Manager) error {
 	c := mgr.GetClient()

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -35,5 +36,33 @@ func TestToWelcome(t *testing.T) {
 				t.Errorf("toWelcome (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestReceiverFor(t *testing.T) {
+	plain := func(cfg *rest.Config) { cfg.DisableCompression = true }
+	tests := map[string]struct {
+		impl Implementation
+		want bool // DisableCompression of the receiver's client configuration
+	}{
+		"default client":       {impl: Implementation{Name: "expert"}, want: false},
+		"uncompressed answers": {impl: Implementation{Name: "convergo-plain", Config: plain}, want: true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := receiverFor(tt.impl)
+			if diff := cmp.Diff("receiver", got.Name); diff != "" {
+				t.Errorf("Name (-want +got):\n%s", diff)
+			}
+			if got.Setup == nil || got.Cache == nil || got.NewCache == nil {
+				t.Error("the receiver lost its setup or cache options")
+			}
+			if diff := cmp.Diff(tt.want, got.clientConfig(&rest.Config{}).DisableCompression); diff != "" {
+				t.Errorf("DisableCompression (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if receiver.Config != nil {
+		t.Error("receiverFor changed the receiver itself")
 	}
 }

@@ -537,7 +537,7 @@ func (r *run) restartAs(ctx context.Context, name string, impl Implementation) (
 // own manager and waits until it has reconciled every Welcome and gone quiet, so that the next phase
 // finds it as the restart phase left it.
 func (r *run) restartFloor(ctx context.Context) (Phase, error) {
-	p, err := r.restartAs(ctx, "restart-floor", receiver)
+	p, err := r.restartAs(ctx, "restart-floor", receiverFor(r.impl))
 	if err != nil {
 		return Phase{}, err
 	}
