@@ -30,10 +30,11 @@ const receiverWorkers = 4
 // reconciles reads its Welcome from the cache and nothing else: no child read, no request, no
 // status. A child's event goes to the Welcome its controller reference names, read from the
 // reference alone (controller-runtime's Owns asks its REST mapper for the owner's kind at every
-// event: 13% of the receiver's CPU in a restart of 1000 Welcomes). Its restart measures what receiving the objects costs on this cluster, which every
-// operator that lists them whole pays (the expert, Convergo), and so the shortest restart such an
-// operator could have (Result.RestartFloor). An operator that asked for less (metadata only, say)
-// would receive less.
+// event: 13% of the receiver's CPU in a restart of 1000 Welcomes). Its restart measures what
+// receiving the objects costs on this cluster, which every operator that lists them whole pays (the
+// expert, Convergo), and so the shortest restart such an operator could have (Result.RestartFloor).
+// An operator that asked for less (metadata only, say) would receive less. receiverFor gives it the
+// client configuration of the implementation it measures.
 var receiver = Implementation{
 	Name:  "receiver",
 	Setup: setUpReceiver,
