@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,26 +52,50 @@ func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 	if ref.UID == "" {
 		return fmt.Errorf("track %s: owner %s has no UID: read it from the API server first", child.GetName(), ref)
 	}
-	labels := map[string]string{LabelOwnerUID: string(ref.UID), LabelOwnerKind: ref.Kind}
-	if ref.Group != "" {
-		labels[LabelOwnerGroup] = ref.Group
-	}
-	for k, v := range labels {
-		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-			return fmt.Errorf("track %s: label %s=%q: %s", child.GetName(), k, v, strings.Join(errs, "; "))
+	values := [...]struct{ key, value string }{{LabelOwnerUID, string(ref.UID)}, {LabelOwnerKind, ref.Kind}, {LabelOwnerGroup, ref.Group}}
+	for _, l := range values {
+		if !isLabelValue(l.value) {
+			return fmt.Errorf("track %s: label %s=%q: %s", child.GetName(), l.key, l.value, strings.Join(validation.IsValidLabelValue(l.value), "; "))
 		}
 	}
-	child.SetLabels(merge(child.GetLabels(), labels))
-	annotations := map[string]string{AnnotationOwnerName: ref.Name}
+	// New maps: the child's may be shared with other objects (a selector, say).
+	labels := make(map[string]string, len(child.GetLabels())+len(values))
+	maps.Copy(labels, child.GetLabels())
+	for _, l := range values {
+		if l.value != "" { // no group label for the core group
+			labels[l.key] = l.value
+		}
+	}
+	child.SetLabels(labels)
+	annotations := make(map[string]string, len(child.GetAnnotations())+2)
+	maps.Copy(annotations, child.GetAnnotations())
+	annotations[AnnotationOwnerName] = ref.Name
 	if ref.Namespace != "" {
 		annotations[AnnotationOwnerNamespace] = ref.Namespace
+	} else {
+		delete(annotations, AnnotationOwnerNamespace)
 	}
-	merged := merge(child.GetAnnotations(), annotations)
-	if ref.Namespace == "" {
-		delete(merged, AnnotationOwnerNamespace)
-	}
-	child.SetAnnotations(merged)
+	child.SetAnnotations(annotations)
 	return nil
+}
+
+// isLabelValue reports whether v is a valid label value, as validation.IsValidLabelValue decides
+// without its regular expression (which was most of what Track cost a reconcile): at most 63
+// characters, alphanumeric at both ends, '-', '_' and '.' between; or empty.
+func isLabelValue(v string) bool {
+	if len(v) > validation.LabelValueMaxLength {
+		return false
+	}
+	for i := range len(v) {
+		c := v[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			continue
+		}
+		if i == 0 || i == len(v)-1 || c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 // IsTrackedBy reports whether child carries owner's UID in its tracking label.
@@ -119,15 +144,4 @@ func requestsFor(owner schema.GroupKind, child client.Object) []ctrlreconcile.Re
 		return nil
 	}
 	return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
-}
-
-func merge(into, from map[string]string) map[string]string {
-	out := make(map[string]string, len(into)+len(from))
-	for k, v := range into {
-		out[k] = v
-	}
-	for k, v := range from {
-		out[k] = v
-	}
-	return out
 }

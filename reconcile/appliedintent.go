@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,27 +63,63 @@ type protoObject interface {
 // where it left it unset before is applied with its next other change (FuzzIntent checks that these
 // are the only cases).
 func desiredDigest(obj client.Object, gvk schema.GroupVersionKind) string {
-	format, data, err := encodeDesired(obj)
+	bp := digestBuffers.Get().(*[]byte)
+	defer digestBuffers.Put(bp)
+	protobuf := isProtoLossless(obj)
+	format := "json"
+	if protobuf {
+		format = "protobuf"
+	}
+	buf := (*bp)[:0]
+	for _, s := range [...]string{intentEncoding, gvk.String(), format} {
+		buf = append(append(buf, s...), 0)
+	}
+	buf, err := appendDesired(buf, obj, protobuf)
+	*bp = buf[:0]
 	if err != nil {
 		return ""
 	}
-	h := sha256.New()
-	for _, s := range []string{intentEncoding, gvk.String(), format} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:recordLen/2])
+}
+
+// digestBuffers holds the buffers desiredDigest encodes into: one encoding per child and reconcile,
+// a Deployment's a kilobyte or two, would otherwise each be a new allocation.
+var digestBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// isProtoLossless reports whether obj is a built-in type whose protobuf encoding holds everything its
+// intent does (protoLossless): desiredDigest encodes it in protobuf, anything else in JSON.
+func isProtoLossless(obj client.Object) bool {
+	_, ok := obj.(protoObject)
+	return ok && protoLossless(reflect.TypeOf(obj))
+}
+
+// appendDesired appends obj's encoding for desiredDigest to buf: protobuf or JSON, as isProtoLossless
+// chose.
+func appendDesired(buf []byte, obj client.Object, protobuf bool) ([]byte, error) {
+	if !protobuf {
+		data, err := json.Marshal(obj)
+		return append(buf, data...), err
 	}
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))[:recordLen]
+	p := obj.(protoObject)
+	start, size := len(buf), p.Size()
+	buf = slices.Grow(buf, size)[:start+size]
+	n, err := p.MarshalToSizedBuffer(buf[start:])
+	if err != nil {
+		return buf[:start], err
+	}
+	// MarshalToSizedBuffer writes the last n bytes of the slice it is given.
+	return append(buf[:start], buf[len(buf)-n:]...), nil
 }
 
 // encodeDesired encodes obj for desiredDigest: in protobuf when it is a built-in type whose protobuf
 // encoding holds everything its intent does (protoLossless), else in JSON. format names the encoding.
 func encodeDesired(obj client.Object) (format string, data []byte, err error) {
-	if p, ok := obj.(protoObject); ok && protoLossless(reflect.TypeOf(obj)) {
-		data, err = p.Marshal()
+	if isProtoLossless(obj) {
+		data, err = appendDesired(nil, obj, true)
 		return "protobuf", data, err
 	}
-	data, err = json.Marshal(obj)
+	data, err = appendDesired(nil, obj, false)
 	return "json", data, err
 }
 

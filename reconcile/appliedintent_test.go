@@ -2,6 +2,9 @@ package reconcile
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -9,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -259,7 +263,10 @@ func TestApplierTrustsTheDesiredDigest(t *testing.T) {
 func BenchmarkHoldsSlim(b *testing.B) {
 	t := &testing.T{}
 	gvk := appsv1.SchemeGroupVersion.WithKind("Deployment")
-	a := NewApplier(fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build(), clientgoscheme.Scheme)
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(gvk, meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	a := NewApplier(fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithRESTMapper(mapper).Build(), clientgoscheme.Scheme)
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: "ns", UID: "owner-uid"}}
 	c, err := a.newCall(owner, slimDeployment())
 	if err != nil {
@@ -279,6 +286,57 @@ func BenchmarkHoldsSlim(b *testing.B) {
 				if same, _, err := a.holds(c, live); err != nil || !same {
 					b.Fatalf("holds = %t, %v", same, err)
 				}
+			}
+		})
+	}
+}
+
+// TestDesiredDigestFormula pins desiredDigest to its formula, the first 20 hex digits of
+// sha256(intentEncoding 0 kind 0 format 0 encoding): labels written by an earlier Convergo must still
+// vouch for their children after an upgrade, or every child would cost a write. The objects come in
+// sizes that make the pooled buffers grow and shrink between digests.
+func TestDesiredDigestFormula(t *testing.T) {
+	big := slimDeployment()
+	for i := range 200 {
+		big.Annotations[fmt.Sprintf("example.com/note-%d", i)] = "a note long enough to make a large encoding"
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "r"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(slimDeployment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		obj    client.Object
+		gvk    schema.GroupVersionKind
+		format string
+	}{
+		{"large Deployment", big, appsv1.SchemeGroupVersion.WithKind("Deployment"), "protobuf"},
+		{"Deployment", slimDeployment(), appsv1.SchemeGroupVersion.WithKind("Deployment"), "protobuf"},
+		{"ClusterRole", role, rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), "protobuf"},
+		{"StatefulSet", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, appsv1.SchemeGroupVersion.WithKind("StatefulSet"), "json"},
+		{"large Deployment again", big, appsv1.SchemeGroupVersion.WithKind("Deployment"), "protobuf"},
+		{"unstructured", &unstructured.Unstructured{Object: u}, appsv1.SchemeGroupVersion.WithKind("Deployment"), "json"},
+		{"empty ConfigMap", &corev1.ConfigMap{}, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "protobuf"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var data []byte
+			var err error
+			if tc.format == "protobuf" {
+				data, err = tc.obj.(interface{ Marshal() ([]byte, error) }).Marshal()
+			} else {
+				data, err = json.Marshal(tc.obj)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			input := []byte(intentEncoding + "\x00" + tc.gvk.String() + "\x00" + tc.format + "\x00")
+			sum := sha256.Sum256(append(input, data...))
+			want := hex.EncodeToString(sum[:])[:20]
+			if diff := cmp.Diff(want, desiredDigest(tc.obj, tc.gvk)); diff != "" {
+				t.Errorf("desiredDigest (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -237,7 +237,7 @@ func (a *Applier) applyOwn(ctx context.Context, owner, obj client.Object) (clien
 	}
 	live, err := a.current(ctx, c)
 	if err != nil {
-		return nil, "", fmt.Errorf("apply %s: read live object: %w", c.what, err)
+		return nil, "", fmt.Errorf("apply %s: read live object: %w", c.describe(), err)
 	}
 	return a.converge(ctx, c, live, true)
 }
@@ -248,7 +248,6 @@ type applyCall struct {
 	obj    client.Object
 	gvk    schema.GroupVersionKind
 	id     objectID
-	what   string
 	scheme *runtime.Scheme
 	// intent and hash are computed when first needed (see computeIntent): a slim copy that records
 	// the same desired object (see desiredDigest) needs neither.
@@ -275,10 +274,10 @@ func (c *applyCall) computeIntent() error {
 	}
 	intent, err := Intent(c.obj, c.scheme)
 	if err != nil {
-		return fmt.Errorf("apply %s: %w", c.what, err)
+		return fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
 	if c.hash, err = IntentHash(intent); err != nil {
-		return fmt.Errorf("apply %s: %w", c.what, err)
+		return fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
 	c.intent = intent
 	return nil
@@ -295,7 +294,7 @@ func (c *applyCall) stamp() error {
 	}
 	h, err := shapeHash(c.intent)
 	if err != nil {
-		return fmt.Errorf("apply %s: %w", c.what, err)
+		return fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
 	setIntentHash(c.intent, h)
 	c.stamped = true
@@ -319,10 +318,12 @@ func (a *Applier) newCall(owner, obj client.Object) (*applyCall, error) {
 	if err := a.prepare(owner, obj, gvk); err != nil {
 		return nil, err
 	}
-	c := &applyCall{owner: owner, obj: obj, gvk: gvk, id: idOf(gvk.GroupKind(), obj), scheme: a.scheme}
-	c.what = kobj.DescribeKey(gvk.Kind, c.id.key)
-	return c, nil
+	return &applyCall{owner: owner, obj: obj, gvk: gvk, id: idOf(gvk.GroupKind(), obj), scheme: a.scheme}, nil
 }
+
+// describe names the child in messages ("Deployment ns/web"), made only when one is written: a
+// converged child's check writes none.
+func (c *applyCall) describe() string { return kobj.DescribeKey(c.gvk.Kind, c.id.key) }
 
 // current returns the live child as far as the Applier can tell without writing: the cache's copy,
 // or nil when it is absent. A cache miss for a child this Applier wrote and the cache has not shown
@@ -338,7 +339,7 @@ func (a *Applier) current(ctx context.Context, c *applyCall) (client.Object, err
 		a.known.observe(c.id, live) // the record of our last write goes once the cache shows it
 		return live, nil
 	case apierrors.IsNotFound(err) && a.known.unseenWrite(c.id):
-		logf.FromContext(ctx).V(1).Info("cache does not show a child we wrote; reading it from the API server", "object", c.what)
+		logf.FromContext(ctx).V(1).Info("cache does not show a child we wrote; reading it from the API server", "object", c.describe())
 		return a.readLive(ctx, c.id.key, c.obj)
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -387,29 +388,29 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 			a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), "", result, c.hash, false)
 			return result, OperationCreated, nil
 		case apierrors.IsConflict(err) && retry:
-			logf.FromContext(ctx).V(1).Info("child exists although the cache does not show it; reading it from the API server", "object", c.what)
+			logf.FromContext(ctx).V(1).Info("child exists although the cache does not show it; reading it from the API server", "object", c.describe())
 			fresh, err := a.readLive(ctx, c.id.key, c.obj)
 			switch {
 			case err != nil:
-				return nil, "", fmt.Errorf("apply %s: read live object: %w", c.what, err)
+				return nil, "", fmt.Errorf("apply %s: read live object: %w", c.describe(), err)
 			case fresh == nil && a.cfg.apiReader == nil:
-				return nil, "", fmt.Errorf("apply %s: it exists, but the Applier's client does not show it (a cache that lags or is filtered); give the Applier a reader that goes to the API server: reconcile.WithAPIReader(mgr.GetAPIReader())", c.what)
+				return nil, "", fmt.Errorf("apply %s: it exists, but the Applier's client does not show it (a cache that lags or is filtered); give the Applier a reader that goes to the API server: reconcile.WithAPIReader(mgr.GetAPIReader())", c.describe())
 			}
 			return a.converge(ctx, c, fresh, false)
 		}
-		return nil, "", fmt.Errorf("apply %s: %w", c.what, err)
+		return nil, "", fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
 	if live.GetDeletionTimestamp() != nil {
-		return live, "", fmt.Errorf("apply %s: %w", c.what, ErrTerminating)
+		return live, "", fmt.Errorf("apply %s: %w", c.describe(), ErrTerminating)
 	}
 	if c.owner != nil {
 		if err := a.checkOwner(c.owner, live); err != nil {
-			return live, "", fmt.Errorf("apply %s: %w", c.what, err)
+			return live, "", fmt.Errorf("apply %s: %w", c.describe(), err)
 		}
 	}
 	same, path, err := a.holds(c, live)
 	if err != nil {
-		return live, "", fmt.Errorf("apply %s: %w", c.what, err)
+		return live, "", fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
 	if same {
 		return live, OperationUnchanged, nil
@@ -418,10 +419,10 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 		return live, "", err
 	}
 	if a.known.lagging(c.id, live, c.hash) {
-		logf.FromContext(ctx).V(1).Info("cache has not seen our last write yet; not writing again", "object", c.what)
+		logf.FromContext(ctx).V(1).Info("cache has not seen our last write yet; not writing again", "object", c.describe())
 		return live, OperationUnchanged, nil
 	}
-	logf.FromContext(ctx).V(1).Info("child drifted from its intent", "object", c.what, "firstDifference", path)
+	logf.FromContext(ctx).V(1).Info("child drifted from its intent", "object", c.describe(), "firstDifference", path)
 	result, err := a.serverSideApply(ctx, c, sameObject(live))
 	switch {
 	case err == nil:
@@ -431,19 +432,19 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 		}
 		return result, OperationUpdated, nil
 	case identityChanged(err) && !retry:
-		return nil, "", fmt.Errorf("apply %s: the child was deleted or replaced while it was applied: %w", c.what, err)
+		return nil, "", fmt.Errorf("apply %s: the child was deleted or replaced while it was applied: %w", c.describe(), err)
 	case identityChanged(err):
-		logf.FromContext(ctx).V(1).Info("child was deleted or replaced since it was read; reading it from the API server", "object", c.what)
+		logf.FromContext(ctx).V(1).Info("child was deleted or replaced since it was read; reading it from the API server", "object", c.describe())
 		fresh, err := a.readLive(ctx, c.id.key, c.obj)
 		if err != nil {
-			return nil, "", fmt.Errorf("apply %s: read live object: %w", c.what, err)
+			return nil, "", fmt.Errorf("apply %s: read live object: %w", c.describe(), err)
 		}
 		return a.converge(ctx, c, fresh, false)
 	}
 	if fields, ok := immutableFields(err); ok {
 		return a.immutable(ctx, c, live, fields, err)
 	}
-	return nil, "", fmt.Errorf("apply %s: %w", c.what, err)
+	return nil, "", fmt.Errorf("apply %s: %w", c.describe(), err)
 }
 
 // holds reports whether live holds c's intent: every field it sets, compared by each list's merge
@@ -483,7 +484,7 @@ func (a *Applier) prepare(owner, obj client.Object, gvk schema.GroupVersionKind)
 	if obj.GetName() == "" {
 		return fmt.Errorf("apply %s: desired object has no name", gvk.Kind)
 	}
-	namespaced, err := a.namespaced(obj, owner)
+	namespaced, err := a.namespaced(obj, owner, gvk)
 	if err != nil {
 		return fmt.Errorf("apply %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
@@ -498,16 +499,16 @@ func (a *Applier) prepare(owner, obj client.Object, gvk schema.GroupVersionKind)
 	if owner == nil {
 		return nil
 	}
-	what := kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(obj))
+	what := func() string { return kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(obj)) }
 	// A kept child gets no controller reference, so the garbage collector never deletes it (see
 	// DeletionPolicyAnnotation); the tracking labels make it owner's.
 	if (owner.GetNamespace() == "" || owner.GetNamespace() == obj.GetNamespace()) && policyOf(obj) != policyKeep {
 		if err := ownership.SetController(owner, obj, a.scheme); err != nil {
-			return fmt.Errorf("apply %s: %w", what, err)
+			return fmt.Errorf("apply %s: %w", what(), err)
 		}
 	}
 	if err := ownership.Track(owner, obj, a.scheme); err != nil {
-		return fmt.Errorf("apply %s: %w", what, err)
+		return fmt.Errorf("apply %s: %w", what(), err)
 	}
 	return nil
 }
@@ -515,18 +516,13 @@ func (a *Applier) prepare(owner, obj client.Object, gvk schema.GroupVersionKind)
 // namespaced asks the client's RESTMapper whether obj's kind is namespaced. A client without a
 // mapping for the kind (a fake client without RESTMapper) falls back to "namespaced when obj or
 // owner has a namespace".
-func (a *Applier) namespaced(obj, owner client.Object) (bool, error) {
-	gvk, gvkErr := apiutil.GVKForObject(obj, a.scheme)
-	if gvkErr == nil {
-		if ns, ok := a.scopes.Load(gvk); ok {
-			return ns.(bool), nil
-		}
+func (a *Applier) namespaced(obj, owner client.Object, gvk schema.GroupVersionKind) (bool, error) {
+	if ns, ok := a.scopes.Load(gvk); ok {
+		return ns.(bool), nil
 	}
 	ns, err := a.client.IsObjectNamespaced(obj)
 	if err == nil {
-		if gvkErr == nil {
-			a.scopes.Store(gvk, ns)
-		}
+		a.scopes.Store(gvk, ns)
 		return ns, nil
 	}
 	if meta.IsNoMatchError(err) {
@@ -580,7 +576,7 @@ func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuar
 	}
 	body, err := applyBody(withAppliedIntent(c.intent, c.gvk, c.hash, c.desiredDigest()), g)
 	if err != nil {
-		return nil, fmt.Errorf("apply %s: %w", c.what, err)
+		return nil, fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
 	// The intent goes as a raw apply patch, and the answer is decoded straight into the child's own
 	// type: for built-in kinds the client then asks for protobuf, which the API server encodes and the
@@ -648,18 +644,18 @@ func identityChanged(err error) bool {
 func (a *Applier) immutable(ctx context.Context, c *applyCall, live client.Object, fields []string, cause error) (client.Object, Operation, error) {
 	childRef := ownership.Reference{Group: c.gvk.Group, Kind: c.gvk.Kind, Namespace: live.GetNamespace(), Name: live.GetName(), UID: live.GetUID()}
 	if !a.cfg.recreateOnImmutable || policyOf(c.obj) == policyKeep { // a kept child is never deleted
-		return nil, "", fmt.Errorf("apply %s: %w", c.what, &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
+		return nil, "", fmt.Errorf("apply %s: %w", c.describe(), &ImmutableFieldError{Child: childRef, Fields: fields, Err: cause})
 	}
-	logf.FromContext(ctx).Info("recreating child to change immutable fields", "object", c.what, "fields", fields)
+	logf.FromContext(ctx).Info("recreating child to change immutable fields", "object", c.describe(), "fields", fields)
 	if _, err := a.deleteExactly(ctx, c.id, c.ownerUID(), a.proto(c.obj), live, false, metav1.DeletePropagationBackground); err != nil {
-		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
+		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.describe(), err)
 	}
 	result, err := a.serverSideApply(ctx, c, createOnly)
 	switch {
 	case apierrors.IsConflict(err):
 		return nil, OperationRecreated, nil // the old object is still being deleted
 	case err != nil:
-		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.what, err)
+		return nil, "", fmt.Errorf("apply %s: recreate: %w", c.describe(), err)
 	}
 	a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), "", result, c.hash, false)
 	return result, OperationRecreated, nil

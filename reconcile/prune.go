@@ -181,7 +181,7 @@ func (a *Applier) identityOf(desired, owner client.Object) (objectID, error) {
 	if err != nil {
 		return objectID{}, err
 	}
-	namespaced, err := a.namespaced(desired, owner)
+	namespaced, err := a.namespaced(desired, owner, gvk)
 	if err != nil {
 		return objectID{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
@@ -41,7 +42,11 @@ func TestApplierScopeAskedOncePerKind(t *testing.T) {
 	}
 	var got []answer
 	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ConfigMap{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRole{}, &corev1.Secret{}, &corev1.Secret{}} {
-		ns, err := a.namespaced(obj, owner)
+		gvk, err := apiutil.GVKForObject(obj, clientgoscheme.Scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, err := a.namespaced(obj, owner, gvk)
 		if err != nil {
 			t.Fatal(err)
 		}

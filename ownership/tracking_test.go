@@ -1,0 +1,122 @@
+package ownership
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// labelValueCases are label values at the edges of the rule, for isLabelValue's tests.
+var labelValueCases = map[string]bool{
+	"":                        true,
+	"a":                       true,
+	"Z9":                      true,
+	"apps":                    true,
+	"example.com":             true,
+	"a-b_c.d":                 true,
+	"0f5c8a34-1d2b-4c6e-9f70": true,
+	strings.Repeat("a", 63):   true,
+	strings.Repeat("a", 64):   false,
+	"-a":                      false,
+	"a-":                      false,
+	".":                       false,
+	"_a":                      false,
+	"a b":                     false,
+	"a/b":                     false,
+	"ä":                       false,
+	"a\x00":                   false,
+}
+
+// TestIsLabelValue checks isLabelValue against the cases' expectations and against apimachinery's
+// validation.IsValidLabelValue, which it must agree with everywhere.
+func TestIsLabelValue(t *testing.T) {
+	for v, want := range labelValueCases {
+		t.Run(v, func(t *testing.T) {
+			got := isLabelValue(v)
+			apimachinery := len(validation.IsValidLabelValue(v)) == 0
+			if diff := cmp.Diff([2]bool{want, want}, [2]bool{got, apimachinery}); diff != "" {
+				t.Errorf("isLabelValue(%q), validation.IsValidLabelValue(%q) == nil (-want +got):\n%s", v, v, diff)
+			}
+		})
+	}
+}
+
+// FuzzIsLabelValue checks that isLabelValue and validation.IsValidLabelValue agree on any string.
+func FuzzIsLabelValue(f *testing.F) {
+	for v := range labelValueCases {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if got, want := isLabelValue(v), len(validation.IsValidLabelValue(v)) == 0; got != want {
+			t.Errorf("isLabelValue(%q) = %t, validation.IsValidLabelValue says %t", v, got, want)
+		}
+	})
+}
+
+// TestTrackInvalidLabelValue checks that an owner whose group cannot be a label value is refused with
+// a message naming the label and the rule, and that the child is left as it was.
+func TestTrackInvalidLabelValue(t *testing.T) {
+	group := strings.Repeat("g", 60) + ".example.com"
+	owner := &unstructured.Unstructured{}
+	owner.SetAPIVersion(group + "/v1")
+	owner.SetKind("App")
+	owner.SetName("a")
+	owner.SetNamespace("ns")
+	owner.SetUID("uid-a")
+	c := child("ns")
+	c.Labels = map[string]string{"keep": "me"}
+	err := Track(owner, c, scheme(t))
+	if err == nil {
+		t.Fatal("Track by an owner whose group is 72 characters long succeeded")
+	}
+	for _, want := range []string{LabelOwnerGroup, "63"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"keep": "me"}, c.Labels); diff != "" {
+		t.Errorf("labels after a refused Track (-want +got):\n%s", diff)
+	}
+}
+
+// TestTrackLeavesSharedMaps checks that Track gives the child maps of its own: a labels map the
+// child shares with another object (a Deployment's selector, say) is not changed.
+func TestTrackLeavesSharedMaps(t *testing.T) {
+	shared := map[string]string{"app": "web"}
+	annotations := map[string]string{"note": "kept"}
+	c := child("ns")
+	c.ObjectMeta = metav1.ObjectMeta{Namespace: "ns", Name: "child", Labels: shared, Annotations: annotations}
+	if err := Track(app("ns", "a"), c, scheme(t)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"app": "web"}, shared); diff != "" {
+		t.Errorf("shared labels map after Track (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"note": "kept"}, annotations); diff != "" {
+		t.Errorf("shared annotations map after Track (-want +got):\n%s", diff)
+	}
+	want := map[string]string{"app": "web", LabelOwnerUID: "uid-a", LabelOwnerKind: "Deployment", LabelOwnerGroup: "apps"}
+	if diff := cmp.Diff(want, c.Labels); diff != "" {
+		t.Errorf("child's labels (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkTrack is Track of a labelled child, which the Applier does for every child of every
+// reconcile.
+func BenchmarkTrack(b *testing.B) {
+	s := scheme(b)
+	owner := app("ns", "a")
+	labels := map[string]string{"app.kubernetes.io/name": "web", "app.kubernetes.io/instance": "a"}
+	b.ReportAllocs()
+	for b.Loop() {
+		c := child("ns")
+		c.Labels = labels
+		if err := Track(owner, c, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
