@@ -112,17 +112,6 @@ func appendDesired(buf []byte, obj client.Object, protobuf bool) ([]byte, error)
 	return append(buf[:start], buf[len(buf)-n:]...), nil
 }
 
-// encodeDesired encodes obj for desiredDigest: in protobuf when it is a built-in type whose protobuf
-// encoding holds everything its intent does (protoLossless), else in JSON. format names the encoding.
-func encodeDesired(obj client.Object) (format string, data []byte, err error) {
-	if isProtoLossless(obj) {
-		data, err = appendDesired(nil, obj, true)
-		return "protobuf", data, err
-	}
-	data, err = appendDesired(nil, obj, false)
-	return "json", data, err
-}
-
 // losslessTypes caches protoLossless by type.
 var losslessTypes typeMemo[bool]
 
