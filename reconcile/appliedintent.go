@@ -65,16 +65,12 @@ type protoObject interface {
 func desiredDigest(obj client.Object, gvk schema.GroupVersionKind) string {
 	bp := digestBuffers.Get().(*[]byte)
 	defer digestBuffers.Put(bp)
-	protobuf := isProtoLossless(obj)
-	format := "json"
-	if protobuf {
-		format = "protobuf"
-	}
+	format := digestEncoding(obj)
 	buf := (*bp)[:0]
 	for _, s := range [...]string{intentEncoding, gvk.String(), format} {
 		buf = append(append(buf, s...), 0)
 	}
-	buf, err := appendDesired(buf, obj, protobuf)
+	buf, err := appendDesired(buf, obj, format)
 	*bp = buf[:0]
 	if err != nil {
 		return ""
@@ -87,17 +83,18 @@ func desiredDigest(obj client.Object, gvk schema.GroupVersionKind) string {
 // a Deployment's a kilobyte or two, would otherwise each be a new allocation.
 var digestBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// isProtoLossless reports whether obj is a built-in type whose protobuf encoding holds everything its
-// intent does (protoLossless): desiredDigest encodes it in protobuf, anything else in JSON.
-func isProtoLossless(obj client.Object) bool {
-	_, ok := obj.(protoObject)
-	return ok && protoLossless(reflect.TypeOf(obj))
+// digestEncoding names the encoding desiredDigest gives obj: "protobuf" for a built-in type whose
+// protobuf encoding holds everything its intent does (protoLossless), "json" for anything else.
+func digestEncoding(obj client.Object) string {
+	if _, ok := obj.(protoObject); ok && protoLossless(reflect.TypeOf(obj)) {
+		return "protobuf"
+	}
+	return "json"
 }
 
-// appendDesired appends obj's encoding for desiredDigest to buf: protobuf or JSON, as isProtoLossless
-// chose.
-func appendDesired(buf []byte, obj client.Object, protobuf bool) ([]byte, error) {
-	if !protobuf {
+// appendDesired appends obj's encoding for desiredDigest to buf, in format (see digestEncoding).
+func appendDesired(buf []byte, obj client.Object, format string) ([]byte, error) {
+	if format != "protobuf" {
 		data, err := json.Marshal(obj)
 		return append(buf, data...), err
 	}

@@ -185,11 +185,7 @@ func TestDesiredDigest(t *testing.T) {
 		"unstructured": {obj: asUnstructured(slimDeployment()), want: "json"},
 	}
 	for name, tc := range formats {
-		got := "json"
-		if isProtoLossless(tc.obj) {
-			got = "protobuf"
-		}
-		if diff := cmp.Diff(tc.want, got); diff != "" {
+		if diff := cmp.Diff(tc.want, digestEncoding(tc.obj)); diff != "" {
 			t.Errorf("%s: encoding (-want +got):\n%s", name, diff)
 		}
 	}

@@ -134,8 +134,8 @@ func FuzzIntent(f *testing.F) {
 		// (a nil slice from an empty one), Intent cannot either. A StatefulSet is digested in JSON.
 		p, ok := obj.(protoObject)
 		if _, isSet := obj.(*appsv1.StatefulSet); isSet || !ok || !protoLossless(reflect.TypeOf(obj)) {
-			if isSet == isProtoLossless(obj) {
-				t.Fatalf("%T is digested in protobuf: %t", obj, isProtoLossless(obj))
+			if format := digestEncoding(obj); isSet == (format == "protobuf") {
+				t.Fatalf("%T is digested in %s", obj, format)
 			}
 			return
 		}
