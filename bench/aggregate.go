@@ -33,8 +33,19 @@ func Median(rounds []Result) Result {
 			ForeignBytes:   medianOf(rounds, func(r Result) float64 { return r.Memory.ForeignBytes }),
 			ForeignObjects: rounds[0].Memory.ForeignObjects,
 		},
-		IdleCPUPerSecond: medianFloatMap(rounds, func(r Result) map[string]float64 { return r.IdleCPUPerSecond }),
+		IdleCPUPerSecond:    medianFloatMap(rounds, func(r Result) map[string]float64 { return r.IdleCPUPerSecond }),
+		RestartSeconds:      pooled(rounds, func(r Result) []float64 { return r.RestartSeconds }),
+		RestartFloorSeconds: pooled(rounds, func(r Result) []float64 { return r.RestartFloorSeconds }),
 	}
+}
+
+// pooled returns what get finds in every round, one round after the other; nil if none has any.
+func pooled(rounds []Result, get func(Result) []float64) []float64 {
+	var all []float64
+	for _, r := range rounds {
+		all = append(all, get(r)...)
+	}
+	return all
 }
 
 // medianOptional returns the median of the phases get finds in the rounds that have one, nil if none

@@ -102,3 +102,37 @@ func TestMedianRestartFloor(t *testing.T) {
 		})
 	}
 }
+
+func TestMedianRestartSeconds(t *testing.T) {
+	cases := map[string]struct {
+		rounds       [][]float64
+		floors       [][]float64
+		want, wantFl []float64
+	}{
+		"none measured": {rounds: [][]float64{nil, nil}},
+		"every round's, in order": {
+			rounds: [][]float64{{0.3, 0.1}, {0.2}},
+			floors: [][]float64{{0.05}, nil},
+			want:   []float64{0.3, 0.1, 0.2},
+			wantFl: []float64{0.05},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rounds := make([]Result, len(tc.rounds))
+			for i := range tc.rounds {
+				rounds[i] = Result{Implementation: "convergo", RestartSeconds: tc.rounds[i]}
+				if i < len(tc.floors) {
+					rounds[i].RestartFloorSeconds = tc.floors[i]
+				}
+			}
+			got := Median(rounds)
+			if diff := cmp.Diff(tc.want, got.RestartSeconds); diff != "" {
+				t.Errorf("restart seconds (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantFl, got.RestartFloorSeconds); diff != "" {
+				t.Errorf("restart floor seconds (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -119,6 +119,11 @@ type Result struct {
 	// measured right after Restart: a manager that only lists and watches the Welcomes and their
 	// children and reads each Welcome once: the shortest restart of an operator that lists them whole.
 	RestartFloor *Phase `json:"restartFloor,omitempty"`
+	// RestartSeconds is the time of each restart the round measured (WithRestarts), in order; Restart
+	// holds their medians. In Report.Results it lists the restarts of every round.
+	RestartSeconds []float64 `json:"restartSeconds,omitempty"`
+	// RestartFloorSeconds is, with WithFloor, the time of each of the receiver's restarts, in order.
+	RestartFloorSeconds []float64 `json:"restartFloorSeconds,omitempty"`
 	// Update: spec.replicas changed on every Welcome, until all are Ready again.
 	Update Phase `json:"update"`
 	// Delete: every Welcome deleted, until no Welcome and no child is left.
@@ -139,6 +144,8 @@ type Report struct {
 	Nodes int `json:"nodes"`
 	// Rounds is how many times each implementation was measured.
 	Rounds int `json:"rounds"`
+	// Restarts is how many times each round measured the restart phase (WithRestarts).
+	Restarts int `json:"restarts,omitempty"`
 	// Started is when the run began.
 	Started time.Time `json:"started"`
 	// GoVersion is the Go version the bench was built with.
@@ -453,6 +460,9 @@ func (r *Report) Markdown() string {
 	if r.Rounds > 1 {
 		fmt.Fprintf(&b, " Each figure is the median of %d rounds (the order of the implementations alternates).", r.Rounds)
 	}
+	if r.Restarts > 1 {
+		fmt.Fprintf(&b, " Each round restarts each manager %d times, one after the other; the round's restart figures are their medians.", r.Restarts)
+	}
 	b.WriteString(" Requests are the manager's own, counted client side; \"per CR\" divides by N.\n\n")
 	if r.WarmUp.AvailableSeconds > 0 {
 		fmt.Fprintf(&b, "Warm-up, on the fresh cluster: %d Deployments of one pod, each with a ConfigMap, created by the driver %d at a time "+
@@ -505,12 +515,40 @@ func (r *Report) Markdown() string {
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
+	b.WriteString(r.restartTimes())
 	if r.WithoutRollout {
 		return b.String() // the targets are about a rollout
 	}
 	if t := r.targets() + r.expertTargets(); t != "" {
 		b.WriteString("\n## Targets\n\n")
 		b.WriteString(t)
+	}
+	return b.String()
+}
+
+// restartTimes lists the time of every restart of each implementation (and of the receiver on its
+// objects), round after round, when the rounds measured more restarts than one; "" otherwise.
+func (r *Report) restartTimes() string {
+	if r.Restarts < 2 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nEach restart, in the order measured (s):\n\n")
+	list := func(seconds []float64) string {
+		out := make([]string, len(seconds))
+		for i, s := range seconds {
+			out[i] = fmt.Sprintf("%.3f", s)
+		}
+		return strings.Join(out, ", ")
+	}
+	for _, res := range r.Results {
+		if len(res.RestartSeconds) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", res.Implementation, list(res.RestartSeconds))
+		if len(res.RestartFloorSeconds) > 0 {
+			fmt.Fprintf(&b, "- the receiver on %s's objects: %s\n", res.Implementation, list(res.RestartFloorSeconds))
+		}
 	}
 	return b.String()
 }

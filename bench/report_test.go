@@ -769,3 +769,28 @@ func TestRestartFloor(t *testing.T) {
 		})
 	}
 }
+
+func TestRestartTimes(t *testing.T) {
+	cases := map[string]struct {
+		restarts      int
+		want, notWant []string
+	}{
+		"several a round": {
+			restarts: 3,
+			want: []string{" Each round restarts each manager 3 times, one after the other;",
+				"\nEach restart, in the order measured (s):\n\n- convergo: 0.166, 0.187, 0.170\n" +
+					"- the receiver on convergo's objects: 0.120, 0.131, 0.118\n- baseline: 0.342, 0.523, 0.322\n"},
+		},
+		"one a round": {restarts: 1, notWant: []string{"Each restart", "restarts each manager"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := sampleReport()
+			r.Restarts = tc.restarts
+			r.Results[0].RestartSeconds = []float64{0.166, 0.187, 0.17}
+			r.Results[0].RestartFloorSeconds = []float64{0.12, 0.131, 0.118}
+			r.Results[1].RestartSeconds = []float64{0.342, 0.523, 0.322}
+			checkMarkdown(t, r.Markdown(), tc.want, tc.notWant)
+		})
+	}
+}

@@ -70,6 +70,9 @@ const (
 	DefaultRounds = 4
 	// DefaultWorkers is how many concurrent requests the driver makes to create, update or delete.
 	DefaultWorkers = 16
+	// DefaultRestarts is how many times each round restarts the manager: a restart takes under a
+	// second, and a round of one would leave the restart's figures to the noise of a single sample.
+	DefaultRestarts = 3
 )
 
 // pollInterval is how often the driver checks a phase's goal and the manager's activity.
@@ -88,6 +91,7 @@ type config struct {
 	n             int
 	nodes         int
 	rounds        int
+	restarts      int
 	phaseTimeout  time.Duration
 	quiet         time.Duration
 	workers       int
@@ -154,6 +158,11 @@ func WithNodes(n int) Option { return func(c *config) { c.nodes = n } }
 // figure.
 func WithRounds(n int) Option { return func(c *config) { c.rounds = n } }
 
+// WithRestarts sets how many times each round measures the restart phase (and, with WithFloor, the
+// receiver's restart after each), one after the other (default DefaultRestarts): the round's restart
+// figures are the medians of these (Result.RestartSeconds lists each restart's time).
+func WithRestarts(n int) Option { return func(c *config) { c.restarts = n } }
+
 // WithPhaseTimeout bounds each phase (default DefaultPhaseTimeout).
 func WithPhaseTimeout(d time.Duration) Option { return func(c *config) { c.phaseTimeout = d } }
 
@@ -210,6 +219,7 @@ func newConfig(opts []Option) (config, error) {
 	cfg := config{
 		n:             DefaultN,
 		rounds:        DefaultRounds,
+		restarts:      DefaultRestarts,
 		phaseTimeout:  DefaultPhaseTimeout,
 		quiet:         DefaultQuietPeriod,
 		idleWindow:    DefaultIdleWindow,
@@ -228,6 +238,8 @@ func newConfig(opts []Option) (config, error) {
 		return cfg, fmt.Errorf("n must be between 1 and %d, not %d", MaxN, cfg.n)
 	case cfg.rounds < 1:
 		return cfg, fmt.Errorf("rounds must be at least 1, not %d", cfg.rounds)
+	case cfg.restarts < 1:
+		return cfg, fmt.Errorf("restarts must be at least 1, not %d", cfg.restarts)
 	case cfg.nodes < 0:
 		return cfg, fmt.Errorf("nodes must not be negative, not %d", cfg.nodes)
 	case cfg.workers < 1:
@@ -270,7 +282,7 @@ func Run(ctx context.Context, impls []Implementation, opts ...Option) (*Report, 
 	if cfg.heapProfiles != "" {
 		runtime.MemProfileRate = 512 // the default samples one allocation in 512 KiB: too coarse per object
 	}
-	report := &Report{N: cfg.n, Nodes: cfg.nodes, Rounds: cfg.rounds, Started: cfg.startedAt(), GoVersion: runtime.Version(),
+	report := &Report{N: cfg.n, Nodes: cfg.nodes, Rounds: cfg.rounds, Restarts: cfg.restarts, Started: cfg.startedAt(), GoVersion: runtime.Version(),
 		WithoutRollout: cfg.noRollout}
 	if cfg.noRollout {
 		cfg.clusterOpts = append(cfg.clusterOpts, cluster.WithExtraArgs(cluster.ControllerManager, disabled(rolloutControllers)))
@@ -424,15 +436,8 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 		return nil, err
 	}
 
-	if res.Restart, err = r.restart(ctx); err != nil {
-		return nil, fmt.Errorf("restart: %w", err)
-	}
-	if cfg.floor {
-		floor, err := r.restartFloor(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("restart floor: %w", err)
-		}
-		res.RestartFloor = &floor
+	if err := r.restarts(ctx, res); err != nil {
+		return nil, err
 	}
 	if res.Update, err = r.update(ctx); err != nil {
 		return nil, fmt.Errorf("update: %w", err)
@@ -504,13 +509,52 @@ func (r *run) converge(ctx context.Context) (Phase, error) {
 	return p, err
 }
 
-// restart replaces the manager by a fresh one and waits until every Welcome was reconciled again.
-func (r *run) restart(ctx context.Context) (Phase, error) {
-	return r.restartAs(ctx, "restart", r.impl)
+// restarts measures the restart phase cfg.restarts times into res, each with, under WithFloor, the
+// receiver's restart right after it, so that both meet the machine in the same state. res's restart
+// figures are the medians. Under WithFloor the implementation's manager is then restarted once more,
+// unmeasured, and the update phase finds it as a restart left it.
+func (r *run) restarts(ctx context.Context, res *Result) error {
+	var restarts, floors []Phase
+	for i := 1; i <= r.cfg.restarts; i++ {
+		p, err := r.restartAs(ctx, r.restartName("restart", i), r.impl)
+		if err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+		restarts = append(restarts, p)
+		res.RestartSeconds = append(res.RestartSeconds, p.Seconds)
+		if !r.cfg.floor {
+			continue
+		}
+		if p, err = r.restartAs(ctx, r.restartName("restart-floor", i), receiverFor(r.impl)); err != nil {
+			return fmt.Errorf("restart floor: %w", err)
+		}
+		floors = append(floors, p)
+		res.RestartFloorSeconds = append(res.RestartFloorSeconds, p.Seconds)
+	}
+	res.Restart = medianPhase(restarts)
+	if len(floors) > 0 {
+		floor := medianPhase(floors)
+		res.RestartFloor = &floor
+		if _, err := r.restartAs(ctx, "restart-back", r.impl); err != nil {
+			return fmt.Errorf("restart %s after the receiver: %w", r.impl.Name, err)
+		}
+	}
+	return nil
 }
 
-// restartAs is restart with impl's manager as the fresh one; name names the phase in logs and
-// profiles.
+// restartName names the i-th restart of a round in logs and profiles: name alone when the round has
+// one, name-i when it has several.
+func (r *run) restartName(name string, i int) string {
+	if r.cfg.restarts == 1 {
+		return name
+	}
+	return fmt.Sprintf("%s-%d", name, i)
+}
+
+// restartAs replaces the manager by a fresh one, impl's, and waits until every Welcome was reconciled
+// again; name names the phase in logs and profiles. With impl the receiver (see receiverFor) it
+// measures the least a restart of an operator that lists the implementation's objects whole can
+// take.
 func (r *run) restartAs(ctx context.Context, name string, impl Implementation) (Phase, error) {
 	r.mgr.stop()
 	r.mgr = nil
@@ -530,21 +574,6 @@ func (r *run) restartAs(ctx context.Context, name string, impl Implementation) (
 		return n-base >= r.cfg.n, fmt.Sprintf("%d/%d reconciled", n-base, r.cfg.n), nil
 	}, nil)
 	return p, err
-}
-
-// restartFloor measures the receiver's restart (see receiver) on the implementation's objects: the
-// least a restart of an operator that lists them whole can take. Then it restarts the implementation's
-// own manager and waits until it has reconciled every Welcome and gone quiet, so that the next phase
-// finds it as the restart phase left it.
-func (r *run) restartFloor(ctx context.Context) (Phase, error) {
-	p, err := r.restartAs(ctx, "restart-floor", receiverFor(r.impl))
-	if err != nil {
-		return Phase{}, err
-	}
-	if _, err := r.restartAs(ctx, "restart-back", r.impl); err != nil {
-		return Phase{}, fmt.Errorf("restart %s after the receiver: %w", r.impl.Name, err)
-	}
-	return p, nil
 }
 
 // update sets spec.replicas on every Welcome and waits until all are Ready for the new generation.

@@ -195,6 +195,8 @@ func TestNewConfig(t *testing.T) {
 		"negative nodes":    {opts: []Option{WithNodes(-1)}, wantErr: true},
 		"no driver workers": {opts: []Option{WithWorkers(0)}, wantErr: true},
 		"no rounds":         {opts: []Option{WithRounds(0)}, wantErr: true},
+		"no restarts":       {opts: []Option{WithRestarts(0)}, wantErr: true},
+		"one restart":       {opts: []Option{WithRestarts(1)}, wantNodes: 3},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

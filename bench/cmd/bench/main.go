@@ -133,6 +133,7 @@ type flags struct {
 	n        int
 	nodes    int
 	rounds   int
+	restarts int
 	impls    string
 	json     bool
 	out      string
@@ -154,6 +155,7 @@ func parseFlags(args []string) (flags, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&f.n, "n", bench.DefaultN, fmt.Sprintf("number of Welcome objects per implementation (1 to %d)", bench.MaxN))
 	fs.IntVar(&f.rounds, "rounds", bench.DefaultRounds, "how many times each implementation is measured; the report holds the medians")
+	fs.IntVar(&f.restarts, "restarts", bench.DefaultRestarts, "how many times each round restarts each manager, one after the other (and the receiver after each, with -floor); the round's restart figures are the medians")
 	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
 	fs.StringVar(&f.impls, "impl", defaultImplementations, "comma-separated implementations to measure, in order: convergo, expert (hand-written by an expert; "+
 		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), convergo-lean (whole child caches), convergo-plain (responses uncompressed)")
@@ -246,6 +248,7 @@ func run(args []string) int {
 		bench.WithN(f.n),
 		bench.WithNodes(f.nodes),
 		bench.WithRounds(f.rounds),
+		bench.WithRestarts(f.restarts),
 		bench.WithPhaseTimeout(f.timeout),
 		bench.WithQuietPeriod(f.quiet),
 		bench.WithWorkers(f.workers),
