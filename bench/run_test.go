@@ -373,3 +373,22 @@ func TestClientConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestRestartName(t *testing.T) {
+	cases := map[string]struct {
+		restarts, i int
+		want        string
+	}{
+		"one a round: the phase's name, as before": {restarts: 1, i: 1, want: "restart"},
+		"several: numbered from 1":                 {restarts: 3, i: 1, want: "restart-1"},
+		"several: the last":                        {restarts: 3, i: 3, want: "restart-3"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &run{cfg: &config{restarts: tc.restarts}}
+			if diff := cmp.Diff(tc.want, r.restartName("restart", tc.i)); diff != "" {
+				t.Errorf("restartName (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -46,23 +46,27 @@ func TestParseFlags(t *testing.T) {
 	}{
 		"out and size": {
 			args: []string{"-n", "2000", "-out", "bench/results", "-rounds", "1"},
-			want: flags{n: 2000, out: "bench/results", rounds: 1},
+			want: flags{n: 2000, out: "bench/results", rounds: 1, restarts: 3},
 		},
 		"named result": {
 			args: []string{"-out", "bench/results", "-name", "2026-11-24-n200-events"},
-			want: flags{n: 50, out: "bench/results", rounds: 4, name: "2026-11-24-n200-events"},
+			want: flags{n: 50, out: "bench/results", rounds: 4, restarts: 3, name: "2026-11-24-n200-events"},
 		},
 		"profiles per phase": {
 			args: []string{"-cpuprofiles", "/tmp/prof"},
-			want: flags{n: 50, rounds: 4, cpuprofs: "/tmp/prof"},
+			want: flags{n: 50, rounds: 4, restarts: 3, cpuprofs: "/tmp/prof"},
 		},
 		"without rollout": {
 			args: []string{"-without-rollout", "-n", "200"},
-			want: flags{n: 200, rounds: 4, noRoll: true},
+			want: flags{n: 200, rounds: 4, restarts: 3, noRoll: true},
 		},
 		"floor": {
 			args: []string{"-floor"},
-			want: flags{n: 50, rounds: 4, floor: true},
+			want: flags{n: 50, rounds: 4, restarts: 3, floor: true},
+		},
+		"restarts": {
+			args: []string{"-restarts", "5"},
+			want: flags{n: 50, rounds: 4, restarts: 5},
 		},
 		"two CPU profilers": {args: []string{"-cpuprofile", "a.cpu", "-cpuprofiles", "/tmp/prof"}, wantErr: true},
 		"stray argument":    {args: []string{"extra"}, wantErr: true},
@@ -77,7 +81,7 @@ func TestParseFlags(t *testing.T) {
 			if err != nil {
 				return
 			}
-			got := flags{n: f.n, out: f.out, rounds: f.rounds, name: f.name, cpuprofs: f.cpuprofs, noRoll: f.noRoll, floor: f.floor}
+			got := flags{n: f.n, out: f.out, rounds: f.rounds, restarts: f.restarts, name: f.name, cpuprofs: f.cpuprofs, noRoll: f.noRoll, floor: f.floor}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(flags{})); diff != "" {
 				t.Errorf("flags (-want +got):\n%s", diff)
 			}
