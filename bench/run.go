@@ -261,7 +261,8 @@ func newConfig(opts []Option) (config, error) {
 //
 //   - converge: N Welcomes created at once, until all are Ready (Ready=True for their generation);
 //   - memory: the manager's heap with the N converged objects, less the heap before they existed;
-//   - restart: the manager replaced by a fresh one (fresh cache), until every Welcome was reconciled;
+//   - restart: the manager replaced by a fresh one (fresh cache), until every Welcome was reconciled,
+//     several times one after the other (WithRestarts), the figures their medians;
 //   - update: spec.replicas set to 2 on every Welcome, until all are Ready again;
 //   - delete: every Welcome deleted, until no Welcome and no ConfigMap, Deployment or Service of one
 //     is left; its CPU figures are read once the garbage collector has also deleted their ReplicaSets
