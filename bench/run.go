@@ -522,7 +522,6 @@ func (r *run) restarts(ctx context.Context, res *Result) error {
 			return fmt.Errorf("restart: %w", err)
 		}
 		restarts = append(restarts, p)
-		res.RestartSeconds = append(res.RestartSeconds, p.Seconds)
 		if !r.cfg.floor {
 			continue
 		}
@@ -530,17 +529,25 @@ func (r *run) restarts(ctx context.Context, res *Result) error {
 			return fmt.Errorf("restart floor: %w", err)
 		}
 		floors = append(floors, p)
-		res.RestartFloorSeconds = append(res.RestartFloorSeconds, p.Seconds)
 	}
-	res.Restart = medianPhase(restarts)
+	res.Restart, res.RestartSeconds = medianPhase(restarts), secondsOf(restarts)
 	if len(floors) > 0 {
 		floor := medianPhase(floors)
-		res.RestartFloor = &floor
+		res.RestartFloor, res.RestartFloorSeconds = &floor, secondsOf(floors)
 		if _, err := r.restartAs(ctx, "restart-back", r.impl); err != nil {
 			return fmt.Errorf("restart %s after the receiver: %w", r.impl.Name, err)
 		}
 	}
 	return nil
+}
+
+// secondsOf returns the time of each phase, in order.
+func secondsOf(ps []Phase) []float64 {
+	out := make([]float64, len(ps))
+	for i, p := range ps {
+		out[i] = p.Seconds
+	}
+	return out
 }
 
 // restartName names the i-th restart of a round in logs and profiles: name alone when the round has
