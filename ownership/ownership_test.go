@@ -205,13 +205,21 @@ func TestEnqueueTrackedOwner(t *testing.T) {
 	if err := Track(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u"}}, byService, s); err != nil {
 		t.Fatal(err)
 	}
+	controlled := child("ns")
+	if err := SetController(app("ns", "a"), controlled, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := Track(app("ns", "a"), controlled, s); err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		obj  client.Object
 		want []ctrlreconcile.Request
 	}{
-		"tracked by a Deployment": {obj: tracked, want: []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}}},
-		"tracked by another kind": {obj: byService},
-		"untracked":               {obj: &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "r3"}}},
+		"tracked by a Deployment":                        {obj: tracked, want: []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}}},
+		"controlled by a Deployment, the UID label only": {obj: controlled, want: []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}}},
+		"tracked by another kind":                        {obj: byService},
+		"untracked":                                      {obj: &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "r3"}}},
 	}
 	h := EnqueueTrackedOwner(&appsv1.Deployment{}, s)
 	for name, tc := range cases {

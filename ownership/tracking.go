@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,9 +17,10 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Tracking labels and annotations. Every child Convergo applies carries them, whether or not it
-// also has an owner reference: pruning finds children by LabelOwnerUID, and EnqueueTrackedOwner
-// maps events of children that cannot have an owner reference back to their owner.
+// Tracking labels and annotations. Every child Convergo applies carries LabelOwnerUID, whether or not
+// it also has an owner reference: pruning finds children by it, and EnqueueTrackedOwner maps events
+// of children back to their owner. The other four name the owner on children whose owner references
+// cannot (see Track).
 const (
 	// LabelOwnerUID holds the owner's UID. It selects an owner's children.
 	LabelOwnerUID = "convergo.dev/owner-uid"
@@ -42,8 +44,11 @@ func TrackingLabels(owner client.Object) map[string]string {
 // annotations (owner name and namespace). Unlike SetController it works across namespaces and for
 // cluster-scoped children of namespaced owners; the garbage collector does not see these marks, so
 // the owner needs a finalizer that deletes tracked children (reconcile.Graph.Delete does).
-// Track does not touch owner references and never fails on a child that another owner tracks:
-// check IsTrackedBy first when that matters.
+//
+// When child already has an owner reference to owner and both are in one namespace (SetController
+// first), the reference names the owner, and Track sets only the UID label (removing the other
+// marks): TrackedOwner reads the rest from the reference. Track does not touch owner references
+// and never fails on a child that another owner tracks: check IsTrackedBy first when that matters.
 func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 	ref, err := ReferenceTo(owner, scheme)
 	if err != nil {
@@ -52,7 +57,11 @@ func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 	if ref.UID == "" {
 		return fmt.Errorf("track %s: owner %s has no UID: read it from the API server first", child.GetName(), ref)
 	}
-	values := [...]struct{ key, value string }{{LabelOwnerUID, string(ref.UID)}, {LabelOwnerKind, ref.Kind}, {LabelOwnerGroup, ref.Group}}
+	named := ref.Namespace != "" && ref.Namespace == child.GetNamespace() && referenceWith(child, ref.UID) != nil
+	values := []struct{ key, value string }{{LabelOwnerUID, string(ref.UID)}, {LabelOwnerKind, ref.Kind}, {LabelOwnerGroup, ref.Group}}
+	if named {
+		values = values[:1]
+	}
 	for _, l := range values {
 		if !isLabelValue(l.value) {
 			return fmt.Errorf("track %s: label %s=%q: %s", child.GetName(), l.key, l.value, strings.Join(validation.IsValidLabelValue(l.value), "; "))
@@ -61,6 +70,8 @@ func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 	// New maps: the child's may be shared with other objects (a selector, say).
 	labels := make(map[string]string, len(child.GetLabels())+len(values))
 	maps.Copy(labels, child.GetLabels())
+	delete(labels, LabelOwnerKind)
+	delete(labels, LabelOwnerGroup)
 	for _, l := range values {
 		if l.value != "" { // no group label for the core group
 			labels[l.key] = l.value
@@ -69,13 +80,29 @@ func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 	child.SetLabels(labels)
 	annotations := make(map[string]string, len(child.GetAnnotations())+2)
 	maps.Copy(annotations, child.GetAnnotations())
-	annotations[AnnotationOwnerName] = ref.Name
-	if ref.Namespace != "" {
-		annotations[AnnotationOwnerNamespace] = ref.Namespace
-	} else {
-		delete(annotations, AnnotationOwnerNamespace)
+	delete(annotations, AnnotationOwnerName)
+	delete(annotations, AnnotationOwnerNamespace)
+	if !named {
+		annotations[AnnotationOwnerName] = ref.Name
+		if ref.Namespace != "" {
+			annotations[AnnotationOwnerNamespace] = ref.Namespace
+		}
+	}
+	if len(annotations) == 0 {
+		annotations = nil
 	}
 	child.SetAnnotations(annotations)
+	return nil
+}
+
+// referenceWith returns child's owner reference with uid, or nil.
+func referenceWith(child client.Object, uid types.UID) *metav1.OwnerReference {
+	refs := child.GetOwnerReferences()
+	for i := range refs {
+		if refs[i].UID == uid {
+			return &refs[i]
+		}
+	}
 	return nil
 }
 
@@ -105,12 +132,28 @@ func IsTrackedBy(child, owner client.Object) bool {
 }
 
 // TrackedOwner returns the owner recorded in child's tracking labels and annotations, and false
-// when child is not tracked.
+// when child is not tracked. A child that carries only the UID label (see Track) names its owner in
+// the owner reference with that UID, in the child's namespace.
 func TrackedOwner(child client.Object) (Reference, bool) {
 	labels := child.GetLabels()
+	uid := labels[LabelOwnerUID]
+	if uid == "" {
+		return Reference{}, false
+	}
 	annotations := child.GetAnnotations()
-	uid, kind, name := labels[LabelOwnerUID], labels[LabelOwnerKind], annotations[AnnotationOwnerName]
-	if uid == "" || kind == "" || name == "" {
+	kind, name := labels[LabelOwnerKind], annotations[AnnotationOwnerName]
+	if kind == "" && name == "" && child.GetNamespace() != "" {
+		ref := referenceWith(child, types.UID(uid))
+		if ref == nil {
+			return Reference{}, false
+		}
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || ref.Kind == "" || ref.Name == "" {
+			return Reference{}, false
+		}
+		return Reference{Group: gv.Group, Kind: ref.Kind, Namespace: child.GetNamespace(), Name: ref.Name, UID: ref.UID}, true
+	}
+	if kind == "" || name == "" {
 		return Reference{}, false
 	}
 	return Reference{

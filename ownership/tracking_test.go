@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // labelValueCases are label values at the edges of the rule, for isLabelValue's tests.
@@ -118,5 +120,93 @@ func BenchmarkTrack(b *testing.B) {
 		if err := Track(owner, c, s); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestTrackForms checks which marks Track sets: only the UID label on a child whose owner reference
+// to the owner, in the owner's namespace, names the owner already, every mark otherwise; stale marks
+// of the other form are removed, and TrackedOwner reads the same owner back from either form.
+func TestTrackForms(t *testing.T) {
+	s := scheme(t)
+	owner := app("ns", "a")
+	clusterOwner := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "uid-team"}}
+	stale := func(c *corev1.ConfigMap) *corev1.ConfigMap {
+		c.Labels = map[string]string{"keep": "me", LabelOwnerKind: "Old", LabelOwnerGroup: "old.example.com"}
+		c.Annotations = map[string]string{AnnotationOwnerName: "old", AnnotationOwnerNamespace: "old"}
+		return c
+	}
+	controlled := func(o client.Object, c *corev1.ConfigMap) *corev1.ConfigMap {
+		if err := SetController(o, c, s); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	full := map[string]string{"keep": "me", LabelOwnerUID: "uid-a", LabelOwnerKind: "Deployment", LabelOwnerGroup: "apps"}
+	cases := map[string]struct {
+		owner           client.Object
+		child           *corev1.ConfigMap
+		wantLabels      map[string]string
+		wantAnnotations map[string]string
+		wantOwner       Reference
+	}{
+		"controlled in the owner's namespace: the UID label only": {
+			owner: owner, child: controlled(owner, stale(child("ns"))),
+			wantLabels: map[string]string{"keep": "me", LabelOwnerUID: "uid-a"},
+			wantOwner:  Reference{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "a", UID: "uid-a"},
+		},
+		"no owner reference: every mark": {
+			owner: owner, child: stale(child("ns")),
+			wantLabels: full, wantAnnotations: map[string]string{AnnotationOwnerName: "a", AnnotationOwnerNamespace: "ns"},
+			wantOwner: Reference{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "a", UID: "uid-a"},
+		},
+		"another owner's reference: every mark": {
+			owner: owner, child: controlled(app("ns", "b"), stale(child("ns"))),
+			wantLabels: full, wantAnnotations: map[string]string{AnnotationOwnerName: "a", AnnotationOwnerNamespace: "ns"},
+			wantOwner: Reference{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "a", UID: "uid-a"},
+		},
+		"cluster-scoped owner: every mark, since the reference cannot tell its scope": {
+			owner: clusterOwner, child: controlled(clusterOwner, stale(child("ns"))),
+			wantLabels:      map[string]string{"keep": "me", LabelOwnerUID: "uid-team", LabelOwnerKind: "Namespace"},
+			wantAnnotations: map[string]string{AnnotationOwnerName: "team"},
+			wantOwner:       Reference{Kind: "Namespace", Name: "team", UID: "uid-team"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := Track(tc.owner, tc.child, s); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantLabels, tc.child.Labels); diff != "" {
+				t.Errorf("labels (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantAnnotations, tc.child.Annotations); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+			got, ok := TrackedOwner(tc.child)
+			if diff := cmp.Diff(tc.wantOwner, got); diff != "" || !ok {
+				t.Errorf("TrackedOwner = _, %t (-want +got):\n%s", ok, diff)
+			}
+		})
+	}
+}
+
+// TestTrackedOwnerWithoutName checks that a child carrying only the UID label is not tracked unless an
+// owner reference with that UID names the owner.
+func TestTrackedOwnerWithoutName(t *testing.T) {
+	cases := map[string]*corev1.ConfigMap{
+		"no owner reference": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{LabelOwnerUID: "uid-a"}}},
+		"a reference with another UID": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{LabelOwnerUID: "uid-a"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "b", UID: "uid-b"}}}},
+		"cluster-scoped child": {ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{LabelOwnerUID: "uid-a"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "a", UID: "uid-a"}}}},
+		"a reference without a valid API version": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{LabelOwnerUID: "uid-a"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "a/b/c", Kind: "Deployment", Name: "a", UID: "uid-a"}}}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if ref, ok := TrackedOwner(c); ok {
+				t.Errorf("TrackedOwner = %v, true; want not tracked", ref)
+			}
+		})
 	}
 }

@@ -576,3 +576,53 @@ func TestIntegrationApplyFunc(t *testing.T) {
 		t.Errorf("%d writes for an unchanged ApplyFunc, want 0", n)
 	}
 }
+
+// TestIntegrationApplyDropsOldOwnerMarks: a child written by an earlier Convergo, whose tracking named
+// the owner in four more labels and annotations beside its owner reference, loses them with the next
+// apply (server-side apply removes what the field manager no longer applies), keeps its UID label and
+// owner reference, still names its owner, and then holds the intent without a write.
+func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
+	f := newFixture(t)
+	old := deployment("web", func(d *appsv1.Deployment) {
+		d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+		d.Namespace = f.ns
+		d.Labels = map[string]string{ownership.LabelOwnerUID: string(f.owner.UID), ownership.LabelOwnerKind: "ConfigMap"}
+		d.Annotations = map[string]string{ownership.AnnotationOwnerName: f.owner.Name, ownership.AnnotationOwnerNamespace: f.ns}
+		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: f.owner.Name, UID: f.owner.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	})
+	if err := f.env.Client.Patch(t.Context(), old, client.Apply, client.FieldOwner(reconcile.DefaultFieldManager), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
+
+	f.mustApply(t, f.applier(), deployment("web"), reconcile.OperationUpdated)
+	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	f.getLive(t, live)
+	marks := func(m map[string]string, keys ...string) map[string]string {
+		out := map[string]string{}
+		for _, k := range keys {
+			if v, ok := m[k]; ok {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	if diff := cmp.Diff(map[string]string{ownership.LabelOwnerUID: string(f.owner.UID)},
+		marks(live.Labels, ownership.LabelOwnerUID, ownership.LabelOwnerKind, ownership.LabelOwnerGroup)); diff != "" {
+		t.Errorf("tracking labels after the apply (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{}, marks(live.Annotations, ownership.AnnotationOwnerName, ownership.AnnotationOwnerNamespace)); diff != "" {
+		t.Errorf("tracking annotations after the apply (-want +got):\n%s", diff)
+	}
+	got, ok := ownership.TrackedOwner(live)
+	want := ownership.Reference{Kind: "ConfigMap", Namespace: f.ns, Name: f.owner.Name, UID: f.owner.UID}
+	if diff := cmp.Diff(want, got); diff != "" || !ok {
+		t.Errorf("TrackedOwner = _, %t (-want +got):\n%s", ok, diff)
+	}
+
+	f.counter.Reset()
+	f.mustApply(t, f.applier(), deployment("web"), reconcile.OperationUnchanged)
+	if n := f.counter.Snapshot().Writes(); n != 0 {
+		t.Errorf("%d writes once the marks are gone, want 0:\n%s", n, f.counter.Snapshot())
+	}
+}

@@ -107,7 +107,7 @@ func TestIntegrationKeepOnDeleteWhateverTheCache(t *testing.T) {
 				if err := wc.Get(t.Context(), req.NamespacedName, w); err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff([]string{"[owner-uid label owner-name annotation]", "[ownerRef owner-uid label owner-name annotation]"},
+				if diff := cmp.Diff([]string{"[owner-uid label owner-name annotation]", "[ownerRef owner-uid label]"},
 					[]string{ownedBy(data, w), ownedBy(app, w)}); diff != "" {
 					t.Errorf("round %d: before deletion, what data and app carry of the Widget (-want +got):\n%s", round, diff)
 				}

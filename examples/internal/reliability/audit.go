@@ -118,8 +118,8 @@ func Audit(ctx context.Context, c client.Reader, exp Expectation) (Report, error
 			switch {
 			case !exists:
 				owner := op.Kind
-				if name := child.GetAnnotations()[ownership.AnnotationOwnerName]; name != "" {
-					owner += " " + name
+				if tracked, ok := ownership.TrackedOwner(child); ok {
+					owner += " " + tracked.Name
 				}
 				rep.problem("orphaned %s %s: its owner %s (uid %s) does not exist", kind.Kind, child.GetName(), owner, uid)
 				continue
@@ -205,10 +205,13 @@ func (r *Report) problem(format string, args ...any) {
 }
 
 // managedBy reports whether child was created by op (the standard managed-by label its builders set,
-// or the owner-kind tracking label Convergo adds to every child).
+// or Convergo's tracking marks naming an owner of op's kind).
 func managedBy(child client.Object, op *Operator) bool {
-	labels := child.GetLabels()
-	return labels["app.kubernetes.io/managed-by"] == op.Controller || labels[ownership.LabelOwnerKind] == op.Kind
+	if child.GetLabels()["app.kubernetes.io/managed-by"] == op.Controller {
+		return true
+	}
+	owner, ok := ownership.TrackedOwner(child)
+	return ok && owner.Kind == op.Kind
 }
 
 func countOf(list []string, s string) int {

@@ -29,7 +29,8 @@ func ExampleAudit() {
 	}}
 	orphan := &corev1.Service{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "demo", Name: "old-cache",
-		Labels: map[string]string{ownership.LabelOwnerKind: "Memcached", ownership.LabelOwnerUID: "uid-gone"},
+		Labels:          map[string]string{ownership.LabelOwnerUID: "uid-gone"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "cache.convergo.dev/v1alpha1", Kind: "Memcached", Name: "old", UID: "uid-gone"}},
 	}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(held, orphan).Build()
 
@@ -46,5 +47,5 @@ func ExampleAudit() {
 	// Output:
 	// false
 	// memcached cache was asked to be deleted but still exists (deletionTime
-	// orphaned Service old-cache: its owner Memcached (uid uid-gone) does no
+	// orphaned Service old-cache: its owner Memcached old (uid uid-gone) doe
 }

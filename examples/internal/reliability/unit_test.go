@@ -45,7 +45,6 @@ func converged(name string, gen int64) (*memcachedv1.Memcached, []client.Object)
 			Labels: map[string]string{
 				"app.kubernetes.io/managed-by": Memcached.Controller,
 				ownership.LabelOwnerUID:        string(uid),
-				ownership.LabelOwnerKind:       "Memcached",
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "cache.convergo.dev/v1alpha1", Kind: "Memcached", Name: name, UID: uid, Controller: ptr.To(true)}},
 		}
@@ -110,7 +109,8 @@ func TestAudit(t *testing.T) {
 			mutate: func(mc *memcachedv1.Memcached, ch []client.Object) []client.Object {
 				orphan := ch[1].DeepCopyObject().(client.Object)
 				orphan.SetName("left-behind")
-				orphan.SetLabels(map[string]string{ownership.LabelOwnerKind: "Memcached", ownership.LabelOwnerUID: "gone"})
+				orphan.SetLabels(map[string]string{ownership.LabelOwnerUID: "gone"})
+				orphan.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cache.convergo.dev/v1alpha1", Kind: "Memcached", Name: "gone", UID: "gone"}})
 				return append(ch, orphan)
 			},
 			want: []string{"orphaned Service left-behind"},
@@ -122,7 +122,8 @@ func TestAudit(t *testing.T) {
 		"child of another owner kind is ignored": {
 			mutate: func(mc *memcachedv1.Memcached, ch []client.Object) []client.Object {
 				other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "welcome-svc",
-					Labels: map[string]string{ownership.LabelOwnerKind: "Welcome", ownership.LabelOwnerUID: "w"}}}
+					Labels:          map[string]string{ownership.LabelOwnerUID: "w"},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "welcome.convergo.dev/v1alpha1", Kind: "Welcome", Name: "w", UID: "w"}}}}
 				return append(ch, other)
 			},
 		},

@@ -156,7 +156,7 @@ func TestKeepOnDeleteOutlivesTheOwner(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if diff := cmp.Diff([]string{"[owner-uid label owner-name annotation]", "[ownerRef owner-uid label owner-name annotation]"},
+			if diff := cmp.Diff([]string{"[owner-uid label owner-name annotation]", "[ownerRef owner-uid label]"},
 				[]string{ownedBy(data, w), ownedBy(app, w)}); diff != "" {
 				t.Errorf("before deletion, what data and app carry of the Widget (-want +got):\n%s", diff)
 			}
