@@ -19,7 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// AnnotationIntentHash holds the sha256 of the applied intent's shape (see Intent): every key it sets
+// AnnotationIntentHash holds the first 20 hex digits (80 bits) of the sha256 of the applied intent's
+// shape (see Intent): every key it sets
 // and every list with its items, but not the values of the scalars outside lists. A field removed
 // from the desired object changes it, so Apply sends the intent again and server-side apply removes
 // the field from the live object; a new replicas count or strategy leaves it as it was, so such a
@@ -106,14 +107,19 @@ func IntentHash(intent map[string]any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// shapeHash returns the value of AnnotationIntentHash for intent (see Intent): the hex sha256 of its
-// shape, intent with every scalar that is not inside a list replaced by the same placeholder, without
+// shapeHash returns the value of AnnotationIntentHash for intent (see Intent): the first recordLen hex
+// digits of the sha256 of its shape (as many as each digest of LabelAppliedIntent keeps: a Deployment's
+// annotations are copied to each of its ReplicaSets, so every byte is paid twice or more), intent with every scalar that is not inside a list replaced by the same placeholder, without
 // the annotation itself and the shard labels (as IntentHash). Map keys and lists, items and all, stay:
 // the drift check (isSubset) cannot see that the intent dropped a key, a list item or a field of a
 // list item, which the live object still holds, so those must change the hash; a new value of a
 // scalar outside lists it sees itself.
 func shapeHash(intent map[string]any) (string, error) {
-	return IntentHash(shapeOf(hashedIntent(intent)).(map[string]any))
+	h, err := IntentHash(shapeOf(hashedIntent(intent)).(map[string]any))
+	if err != nil {
+		return "", err
+	}
+	return h[:recordLen], nil
 }
 
 // shapeOf returns v with every scalar outside lists replaced by true.

@@ -297,6 +297,9 @@ func TestShapeHash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(h) != recordLen {
+			t.Errorf("shape hash %q has %d hex digits, want %d", h, len(h), recordLen)
+		}
 		return h
 	}
 	container := func(f func(c *corev1.Container)) func(d *appsv1.Deployment) {
