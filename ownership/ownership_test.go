@@ -239,3 +239,30 @@ func TestEnqueueTrackedOwner(t *testing.T) {
 		})
 	}
 }
+
+// TestEnqueueTrackedOwnerReferenceRemoved checks that the update which takes the owner reference off a
+// child tracked by its UID label alone still wakes the owner: the old object names it.
+func TestEnqueueTrackedOwnerReferenceRemoved(t *testing.T) {
+	s := scheme(t)
+	old := child("ns")
+	if err := SetController(app("ns", "a"), old, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := Track(app("ns", "a"), old, s); err != nil {
+		t.Fatal(err)
+	}
+	stripped := old.DeepCopy()
+	stripped.OwnerReferences = nil
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[ctrlreconcile.Request]())
+	defer q.ShutDown()
+	EnqueueTrackedOwner(&appsv1.Deployment{}, s).Update(t.Context(), event.UpdateEvent{ObjectOld: old, ObjectNew: stripped}, q)
+	var got []ctrlreconcile.Request
+	for q.Len() > 0 {
+		r, _ := q.Get()
+		got = append(got, r)
+		q.Done(r)
+	}
+	if diff := cmp.Diff([]ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}}, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}

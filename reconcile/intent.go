@@ -20,13 +20,12 @@ import (
 )
 
 // AnnotationIntentHash holds the first 20 hex digits (80 bits) of the sha256 of the applied intent's
-// shape (see Intent): every key it sets
-// and every list with its items, but not the values of the scalars outside lists. A field removed
-// from the desired object changes it, so Apply sends the intent again and server-side apply removes
-// the field from the live object; a new replicas count or strategy leaves it as it was, so such a
-// change writes no new annotation on the child (a Deployment's annotations are copied to its
-// ReplicaSet, which costs the Deployment controller a write of its own each time one changes). New
-// values are found by comparing the values themselves.
+// shape (see Intent): every key it sets and every list with its items, but not the values of the
+// scalars outside lists. A field removed from the desired object changes it, so Apply sends the
+// intent again and server-side apply removes the field from the live object; a new replicas count or
+// strategy leaves it as it was, so such a change writes no new annotation on the child (a
+// Deployment's annotations are copied to its ReplicaSet, which costs the Deployment controller a
+// write of its own each time one changes). New values are found by comparing the values themselves.
 const AnnotationIntentHash = "convergo.dev/intent-hash"
 
 // keptMetadata are the metadata fields that belong to an intent. Everything else under metadata
@@ -107,9 +106,10 @@ func IntentHash(intent map[string]any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// shapeHash returns the value of AnnotationIntentHash for intent (see Intent): the first recordLen hex
-// digits of the sha256 of its shape (as many as each digest of LabelAppliedIntent keeps: a Deployment's
-// annotations are copied to each of its ReplicaSets, so every byte is paid twice or more), intent with every scalar that is not inside a list replaced by the same placeholder, without
+// shapeHash returns the value of AnnotationIntentHash for intent (see Intent): the first recordLen
+// hex digits, as many as each digest of LabelAppliedIntent keeps (a Deployment's annotations are
+// copied to each of its ReplicaSets, so each byte is stored more than once), of the sha256 of its
+// shape: intent with every scalar that is not inside a list replaced by the same placeholder, without
 // the annotation itself and the shard labels (as IntentHash). Map keys and lists, items and all, stay:
 // the drift check (isSubset) cannot see that the intent dropped a key, a list item or a field of a
 // list item, which the live object still holds, so those must change the hash; a new value of a
