@@ -159,16 +159,16 @@ func CheckControllable(owner, child client.Object, scheme *runtime.Scheme) error
 func alreadyOwned(owner, child client.Object, current metav1.OwnerReference, scheme *runtime.Scheme) error {
 	ownerRef, _ := ReferenceTo(owner, scheme)
 	childRef, _ := ReferenceTo(child, scheme)
-	gv, _ := schema.ParseGroupVersion(current.APIVersion)
-	ns := ""
-	if child.GetNamespace() != "" {
-		ns = child.GetNamespace() // owner references always point into the child's namespace
-	}
-	return &AlreadyOwnedError{
-		Child:   childRef,
-		Owner:   ownerRef,
-		Current: Reference{Group: gv.Group, Kind: current.Kind, Namespace: ns, Name: current.Name, UID: current.UID},
-	}
+	currentRef, _ := referenceFrom(child, current)
+	return &AlreadyOwnedError{Child: childRef, Owner: ownerRef, Current: currentRef}
+}
+
+// referenceFrom returns the Reference of the owner that child's owner reference ref names. Owner
+// references point into the child's namespace. The error is that of parsing ref's API version (the
+// group is then empty).
+func referenceFrom(child client.Object, ref metav1.OwnerReference) (Reference, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return Reference{Group: gv.Group, Kind: ref.Kind, Namespace: child.GetNamespace(), Name: ref.Name, UID: ref.UID}, err
 }
 
 // sameOwnerName reports whether two owner references point at the same group, kind and name

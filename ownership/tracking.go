@@ -147,11 +147,11 @@ func TrackedOwner(child client.Object) (Reference, bool) {
 		if ref == nil {
 			return Reference{}, false
 		}
-		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err != nil || ref.Kind == "" || ref.Name == "" {
+		owner, err := referenceFrom(child, *ref)
+		if err != nil || owner.Kind == "" || owner.Name == "" {
 			return Reference{}, false
 		}
-		return Reference{Group: gv.Group, Kind: ref.Kind, Namespace: child.GetNamespace(), Name: ref.Name, UID: ref.UID}, true
+		return owner, true
 	}
 	if kind == "" || name == "" {
 		return Reference{}, false
