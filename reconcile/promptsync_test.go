@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	goruntime "runtime"
 	"sync/atomic"
@@ -67,9 +68,16 @@ type oneInformerCache struct {
 	inf         *heldInformer
 	syncChecks  atomic.Int32
 	indexes     atomic.Int32
+	// gets counts GetInformer calls; err, when set, is what they return.
+	gets atomic.Int32
+	err  error
 }
 
 func (c *oneInformerCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	c.gets.Add(1)
+	if c.err != nil {
+		return nil, c.err
+	}
 	return c.inf, nil
 }
 
@@ -235,8 +243,8 @@ func TestNewCacheIsPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, ok := c.(*promptCache)
-	if !ok {
-		t.Fatalf("NewCache returned %T, want a prompt cache", c)
+	if !ok || !p.own {
+		t.Fatalf("NewCache returned %T (the manager's own: %v), want the manager's prompt cache", c, ok && p.own)
 	}
 	if newPromptCache(c) != p {
 		t.Fatal("a Reconciler given a prompt cache wraps it again: it would not wait for the informers of its indexes")
@@ -268,5 +276,42 @@ func TestPromptCacheBlocksOnlyOnceStarted(t *testing.T) {
 	close(inner.inf.release)
 	if inf, err = c.GetInformer(t.Context(), &corev1.ConfigMap{}); err != nil || !inf.HasSynced() {
 		t.Fatalf("GetInformer after Start returned synced=%v, err=%v; want it synced", err == nil && inf.HasSynced(), err)
+	}
+}
+
+// TestPromptCacheStartEarly: the manager's own cache (NewCache), before it starts, creates the
+// informers a Reconciler names, and the manager's wait is for them (whose list here is held), not the
+// wrapped cache's check; a cache that is not the manager's own, or has started, creates none, and a
+// kind the wrapped cache cannot make an informer for is left to the controller's watch.
+func TestPromptCacheStartEarly(t *testing.T) {
+	tests := []struct {
+		name    string
+		own     bool
+		started bool
+		err     error
+		// wantGets: GetInformer calls on the wrapped cache; wantChecks: the wrapped cache's sync
+		// checks by WaitForCacheSync.
+		wantGets, wantChecks int32
+	}{
+		{name: "the manager's cache before it starts", own: true, wantGets: 2},
+		{name: "a Reconciler's wrapper of another cache", wantChecks: 1},
+		{name: "the manager's cache once started", own: true, started: true, wantChecks: 1},
+		{name: "kinds without an informer", own: true, err: errors.New("no matches for kind"), wantGets: 2, wantChecks: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inner := &oneInformerCache{inf: newHeldInformer(t), err: tt.err} // the list is never released
+			c := &promptCache{Cache: inner, own: tt.own}
+			c.started.Store(tt.started)
+			c.startEarly(t.Context(), &corev1.ConfigMap{}, &corev1.Secret{})
+			gets := inner.gets.Load()
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel() // whoever's check it is, it finds the held informer unsynced
+			got := []any{gets, inner.syncChecks.Load(), c.WaitForCacheSync(ctx), inner.syncChecks.Load()}
+			want := []any{tt.wantGets, int32(0), false, tt.wantChecks}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("GetInformer calls, checks of the wrapped cache before and after WaitForCacheSync, synced (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

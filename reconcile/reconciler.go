@@ -458,7 +458,9 @@ func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 // unless WithEveryChildChange is given. Children are mapped to their owner through
 // the tracking labels every child carries
 // (ownership.EnqueueTrackedOwner), which covers children with an owner reference as well as
-// cluster-scoped and cross-namespace ones.
+// cluster-scoped and cross-namespace ones. With the manager's cache built by NewCache, the informers
+// of T and of every WithOwns type start with the manager and list at the same time, also before a
+// field index's informer has synced.
 func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if r.initErr != nil {
 		return r.initErr
@@ -481,6 +483,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 		WithOptions(opts).
 		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
 		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.known.observer(r.gvk.GroupKind())))
+	r.cache.startEarly(context.Background(), append([]client.Object{r.newObj()}, r.owns...)...)
 	r.mu.Lock()
 	for _, o := range r.owns {
 		gvk, _ := apiutil.GVKForObject(o, r.scheme)
