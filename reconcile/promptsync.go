@@ -48,10 +48,6 @@ type promptCache struct {
 	// that cannot come.
 	started atomic.Bool
 
-	// own is set for the manager's cache (NewCache): informers asked for before it starts start with
-	// it (see startEarly).
-	own bool
-
 	mu sync.Mutex
 	// handedOut holds the informers GetInformer returned, which WaitForCacheSync waits for.
 	handedOut []cache.Informer
@@ -79,7 +75,7 @@ func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &promptCache{Cache: c, own: true}, nil
+	return &promptCache{Cache: c}, nil
 }
 
 // newPromptCache wraps c, the cache of a Reconciler's sources, unless it is prompt already.
@@ -119,7 +115,7 @@ func (c *promptCache) IndexField(ctx context.Context, obj client.Object, field s
 // that waits for leadership, which then takes over without listing. Any other cache is left alone:
 // the manager's start would check every informer in it every 100 ms.
 func (c *promptCache) startEarly(ctx context.Context, objs ...client.Object) {
-	if !c.own || c.started.Load() {
+	if c.started.Load() { // started, or a Reconciler's wrapper of another cache (see newPromptCache)
 		return
 	}
 	for _, obj := range objs {

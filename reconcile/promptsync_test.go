@@ -243,8 +243,8 @@ func TestNewCacheIsPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, ok := c.(*promptCache)
-	if !ok || !p.own {
-		t.Fatalf("NewCache returned %T (the manager's own: %v), want the manager's prompt cache", c, ok && p.own)
+	if !ok || p.started.Load() {
+		t.Fatalf("NewCache returned %T (started: %v), want the manager's prompt cache, not started", c, ok && p.started.Load())
 	}
 	if newPromptCache(c) != p {
 		t.Fatal("a Reconciler given a prompt cache wraps it again: it would not wait for the informers of its indexes")
@@ -256,7 +256,7 @@ func TestNewCacheIsPrompt(t *testing.T) {
 // that cannot come), and blocks until synced once it has started.
 func TestPromptCacheBlocksOnlyOnceStarted(t *testing.T) {
 	inner := &oneInformerCache{inf: newHeldInformer(t)}
-	c := &promptCache{Cache: inner} // as NewCache makes it
+	c := managers(inner)
 	inf, err := c.GetInformer(t.Context(), &corev1.ConfigMap{})
 	if err != nil || inf.HasSynced() {
 		t.Fatalf("GetInformer before Start returned synced=%v, err=%v; want the unsynced informer at once", err == nil && inf.HasSynced(), err)
@@ -279,30 +279,39 @@ func TestPromptCacheBlocksOnlyOnceStarted(t *testing.T) {
 	}
 }
 
+// managers is the manager's prompt cache around inner as NewCache makes it, before the manager
+// starts it; startedManagers is the same once started.
+func managers(inner cache.Cache) *promptCache { return &promptCache{Cache: inner} }
+
+func startedManagers(inner cache.Cache) *promptCache {
+	c := managers(inner)
+	c.started.Store(true)
+	return c
+}
+
 // TestPromptCacheStartEarly: the manager's own cache (NewCache), before it starts, creates the
 // informers a Reconciler names, and the manager's wait is for them (whose list here is held), not the
 // wrapped cache's check; a cache that is not the manager's own, or has started, creates none, and a
 // kind the wrapped cache cannot make an informer for is left to the controller's watch.
 func TestPromptCacheStartEarly(t *testing.T) {
 	tests := []struct {
-		name    string
-		own     bool
-		started bool
-		err     error
+		name string
+		// cache makes the prompt cache around inner.
+		cache func(inner cache.Cache) *promptCache
+		err   error
 		// wantGets: GetInformer calls on the wrapped cache; wantChecks: the wrapped cache's sync
 		// checks by WaitForCacheSync.
 		wantGets, wantChecks int32
 	}{
-		{name: "the manager's cache before it starts", own: true, wantGets: 2},
-		{name: "a Reconciler's wrapper of another cache", wantChecks: 1},
-		{name: "the manager's cache once started", own: true, started: true, wantChecks: 1},
-		{name: "kinds without an informer", own: true, err: errors.New("no matches for kind"), wantGets: 2, wantChecks: 1},
+		{name: "the manager's cache before it starts", cache: managers, wantGets: 2},
+		{name: "a Reconciler's wrapper of another cache", cache: newPromptCache, wantChecks: 1},
+		{name: "the manager's cache once started", cache: startedManagers, wantChecks: 1},
+		{name: "kinds without an informer", cache: managers, err: errors.New("no matches for kind"), wantGets: 2, wantChecks: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			inner := &oneInformerCache{inf: newHeldInformer(t), err: tt.err} // the list is never released
-			c := &promptCache{Cache: inner, own: tt.own}
-			c.started.Store(tt.started)
+			c := tt.cache(inner)
 			c.startEarly(t.Context(), &corev1.ConfigMap{}, &corev1.Secret{})
 			gets := inner.gets.Load()
 			ctx, cancel := context.WithCancel(t.Context())
