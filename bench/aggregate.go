@@ -79,7 +79,8 @@ func medianPhase(ps []Phase) Phase {
 		ServerCPUAboveIdleSeconds: medianFloatMap(ps, func(p Phase) map[string]float64 {
 			return p.ServerCPUAboveIdleSeconds
 		}),
-		BusyCores: medianOf(ps, func(p Phase) float64 { return p.BusyCores }),
+		BusyCores:     medianOf(ps, func(p Phase) float64 { return p.BusyCores }),
+		ClusterWrites: medianMap(ps, func(p Phase) map[string]int { return p.ClusterWrites }),
 	}
 }
 

@@ -57,16 +57,16 @@ type Phase struct {
 	// count, the phase was bound by the CPU, and its time follows the CPU every process used, not the
 	// latency of any one request.
 	BusyCores float64 `json:"busyCores,omitempty"`
+	// ClusterWrites counts the writes kube-apiserver served from the start of the phase until the
+	// manager went quiet, whoever sent them (the manager, the driver, the controller manager, the
+	// scheduler, kwok), per "verb resource[/subresource]", " (code)" appended to those that failed;
+	// "apply" is a server-side apply. Writes the implementation made others make (a ReplicaSet
+	// updated, a pod created) show here and not in Writes.
+	ClusterWrites map[string]int `json:"clusterWrites,omitempty"`
 }
 
 // WriteCount returns the number of write requests.
-func (p Phase) WriteCount() int {
-	n := 0
-	for _, c := range p.Writes {
-		n += c
-	}
-	return n
-}
+func (p Phase) WriteCount() int { return sumCounts(p.Writes) }
 
 // NewPhase summarizes recorded requests; seconds and settled are the phase's durations.
 func NewPhase(reqs harness.Requests, seconds, settled time.Duration, reconciles int) Phase {
@@ -299,6 +299,14 @@ func (r *Report) Rows() []Row {
 				add(ph.name+": "+w, "per CR", func(x Result) float64 { return float64(get(x).Writes[w]) / n })
 			}
 		}
+		if r.anyResult(func(x Result) bool { return get(x).ClusterWrites != nil }) {
+			add(ph.name+": cluster writes", "per CR", func(x Result) float64 { return float64(sumCounts(get(x).ClusterWrites)) / n })
+			if ph.name != "restart" {
+				for _, w := range r.clusterWriteKinds(get, n) {
+					add(ph.name+": cluster "+w, "per CR", func(x Result) float64 { return float64(get(x).ClusterWrites[w]) / n })
+				}
+			}
+		}
 		add(ph.name+": reconciles", "per CR", func(x Result) float64 { return float64(get(x).Reconciles) / n })
 		add(ph.name+": time in reconciles", "ms per CR", func(x Result) float64 { return get(x).ReconcileSeconds * 1000 / n })
 		for _, comp := range cpuComponents {
@@ -410,6 +418,29 @@ func (r *Report) writeKinds(get func(Result) Phase) []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(used))
+}
+
+// clusterWriteKinds returns the kinds of Phase.ClusterWrites of which some implementation's phase
+// had at least one in 20 per CR, sorted: the cluster's background (leases, node heartbeats) stays out.
+func (r *Report) clusterWriteKinds(get func(Result) Phase, n float64) []string {
+	used := map[string]bool{}
+	for _, res := range r.Results {
+		for k, c := range get(res).ClusterWrites {
+			if float64(c)/n >= 0.05 {
+				used[k] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(used))
+}
+
+// sumCounts returns the sum of the counts of m.
+func sumCounts(m map[string]int) int {
+	n := 0
+	for _, c := range m {
+		n += c
+	}
+	return n
 }
 
 // implementations returns the implementation names in run order.

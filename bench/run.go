@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -360,6 +361,8 @@ type run struct {
 	names   []string
 	// idle is the CPU seconds per second each component used while nothing happened (idleCPU).
 	idle map[string]float64
+	// apiserver reads kube-apiserver's metrics (clusterWrites).
+	apiserver rest.Interface
 }
 
 func runImplementation(ctx context.Context, env *harness.Env, impl Implementation, round int, cfg *config) (*Result, error) {
@@ -373,6 +376,11 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 	for i := range cfg.n {
 		r.names = append(r.names, fmt.Sprintf("welcome-%04d", i))
 	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return nil, fmt.Errorf("client for the API server's metrics: %w", err)
+	}
+	r.apiserver = cs.CoreV1().RESTClient()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}
 	if err := env.Client.Create(ctx, ns); err != nil {
 		return nil, fmt.Errorf("create namespace %s: %w", r.ns, err)
@@ -392,7 +400,6 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 			return nil, fmt.Errorf("install %s: %w", impl.Name, err)
 		}
 	}
-	var err error
 	if r.mgr, err = r.startManager(ctx, r.impl, true); err != nil {
 		return nil, err
 	}
@@ -740,12 +747,16 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	if err != nil {
 		return Phase{}, err
 	}
+	writesBefore := r.clusterWrites(ctx)
+	stopProfile := func() {}
 	if r.cfg.cpuProfiles != "" {
 		stop, err := StartCPUProfile(filepath.Join(r.cfg.cpuProfiles, fmt.Sprintf("%s-r%d-%s.cpu", r.impl.Name, r.round, name)))
 		if err != nil {
 			return Phase{}, err
 		}
-		defer stop()
+		var once sync.Once
+		stopProfile = func() { once.Do(stop) }
+		defer stopProfile()
 	}
 	cpuBefore := r.serverCPU()
 	start := time.Now()
@@ -785,11 +796,28 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	p.ServerCPUSeconds = cpuSince(cpuBefore, r.serverCPU())
 	p.ServerCPUAboveIdleSeconds = aboveIdle(p.ServerCPUSeconds, r.idle, time.Since(start))
 	p.BusyCores = busy
+	stopProfile() // the profile holds the phase, not the reading of the metrics
+	if writesBefore != nil {
+		if after := r.clusterWrites(ctx); after != nil {
+			p.ClusterWrites = writesSince(writesBefore, after)
+		}
+	}
 	if drained != nil {
 		p.DrainedSeconds = drainedAfter.Seconds()
 	}
 	log.Info("settled", "after", p.SettledSeconds, "requests", p.Requests, "writes", p.WriteCount(), "reconciles", p.Reconciles)
 	return p, nil
+}
+
+// clusterWrites returns the writes kube-apiserver has served so far (see clusterWrites), or nil,
+// logged, when its metrics cannot be read: the figure is left out, the phase goes on.
+func (r *run) clusterWrites(ctx context.Context) map[string]float64 {
+	w, err := clusterWrites(ctx, r.apiserver)
+	if err != nil {
+		r.log.Error(err, "the cluster's writes are left out of the phase")
+		return nil
+	}
+	return w
 }
 
 // waitFor checks g (what, in errors) every interval until it reports done, the manager fails or the
