@@ -80,8 +80,16 @@ func medianPhase(ps []Phase) Phase {
 			return p.ServerCPUAboveIdleSeconds
 		}),
 		BusyCores:     medianOf(ps, func(p Phase) float64 { return p.BusyCores }),
-		ClusterWrites: medianMap(ps, func(p Phase) map[string]int { return p.ClusterWrites }),
+		ClusterWrites: medianMapOrNil(ps, func(p Phase) map[string]int { return p.ClusterWrites }),
 	}
+}
+
+// medianMapOrNil is medianMap, but nil when no x has a map at all (a figure the run did not take).
+func medianMapOrNil[T any](xs []T, get func(T) map[string]int) map[string]int {
+	if !slices.ContainsFunc(xs, func(x T) bool { return get(x) != nil }) {
+		return nil
+	}
+	return medianMap(xs, get)
 }
 
 func medianFloatMap[T any](xs []T, get func(T) map[string]float64) map[string]float64 {

@@ -104,3 +104,27 @@ func TestRowsClusterWrites(t *testing.T) {
 		t.Errorf("cluster write rows (-want +got):\n%s", diff)
 	}
 }
+
+func TestMedianClusterWrites(t *testing.T) {
+	cases := map[string]struct {
+		phases []Phase
+		want   map[string]int
+	}{
+		"medians per kind": {
+			phases: []Phase{
+				{ClusterWrites: map[string]int{"update replicasets": 10, "create events": 3}},
+				{ClusterWrites: map[string]int{"update replicasets": 30}},
+				{ClusterWrites: map[string]int{"update replicasets": 20, "create events": 5}},
+			},
+			want: map[string]int{"update replicasets": 20, "create events": 3},
+		},
+		"not taken in any round": {phases: []Phase{{}, {}}, want: nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, medianPhase(tc.phases).ClusterWrites); diff != "" {
+				t.Errorf("medianPhase().ClusterWrites (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
