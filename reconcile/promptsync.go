@@ -60,6 +60,13 @@ type promptCache struct {
 // Reconciler's informers (its kind's and its children's) start with the manager and list together,
 // instead of once a field index's informer has synced.
 //
+// Its informers whose transform is LeanCache's (every kind but SlimCache's children, with LeanCache
+// or SlimCache) never decode managedFields, which that transform drops first: the cache's HTTP client
+// removes them from the JSON of their lists and watches (a custom resource's; built-in kinds come in
+// protobuf, left as it is). A custom resource's JSON is decoded field by field, in several passes, and
+// managedFields are often half of it. A transform of the caller's that wraps LeanCache's sees no
+// managedFields either.
+//
 // The cache also remembers the mappings of the RESTMapper it is given (a manager always gives its
 // own): a cache restricted to namespaces (cache.Options.DefaultNamespaces) asks on every read whether
 // the kind is namespaced, and controller-runtime's RESTMapper took longer to answer than the read
@@ -71,6 +78,15 @@ func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
 	if opts.Mapper != nil {
 		opts.Mapper = newMappingMemo(opts.Mapper)
 	}
+	if opts.HTTPClient == nil {
+		hc, err := rest.HTTPClientFor(config)
+		if err != nil {
+			return nil, fmt.Errorf("new cache: http client: %w", err)
+		}
+		opts.HTTPClient = hc
+	}
+	opts.HTTPClient = leanWireClient(opts.HTTPClient)
+	opts.NewInformer = leanWireInformers(opts.NewInformer)
 	c, err := cache.New(config, opts)
 	if err != nil {
 		return nil, err

@@ -86,6 +86,9 @@ func childGVK(child client.Object) schema.GroupVersionKind {
 // slimTransform returns the cache transform of one child kind: slim, then next.
 func slimTransform(gvk schema.GroupVersionKind, next toolscache.TransformFunc) toolscache.TransformFunc {
 	return func(in any) (any, error) {
+		if _, ok := in.(managedFieldsProbe); ok {
+			return nil, nil // slim reads managedFields: they must be decoded (see NewCache)
+		}
 		if obj, ok := in.(client.Object); ok {
 			slim(obj, gvk)
 		}

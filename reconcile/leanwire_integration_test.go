@@ -1,0 +1,184 @@
+//go:build integration
+
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/convergo-dev/convergo/internal/testapi"
+	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/testing/harness"
+)
+
+// decoded records, for every Widget an informer's lists and watches decoded (before its transform),
+// whether it came with managedFields.
+type decoded struct {
+	mu      sync.Mutex
+	with    int
+	without int
+}
+
+func (d *decoded) record(obj runtime.Object) {
+	o, ok := obj.(*testapi.Widget)
+	if !ok || o.Name == "" { // a bookmark carries a Widget with nothing but a resourceVersion
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(o.GetManagedFields()) > 0 {
+		d.with++
+	} else {
+		d.without++
+	}
+}
+
+func (d *decoded) counts() (with, without int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.with, d.without
+}
+
+// decodedLW is a ListerWatcher that records what the one it wraps decoded.
+type decodedLW struct {
+	lw  toolscache.ListerWatcherWithContext
+	rec *decoded
+}
+
+func (l decodedLW) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), opts)
+}
+
+func (l decodedLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return l.WatchWithContext(context.Background(), opts)
+}
+
+func (l decodedLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	list, err := l.lw.ListWithContext(ctx, opts)
+	if err == nil {
+		_ = meta.EachListItem(list, func(o runtime.Object) error { l.rec.record(o); return nil })
+	}
+	return list, err
+}
+
+func (l decodedLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := l.lw.WatchWithContext(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) { l.rec.record(e.Object); return e, true }), nil
+}
+
+// TestIntegrationNewCacheDecodesNoManagedFields: with NewCache, an informer whose transform is
+// LeanCache's never decodes the managedFields of a custom resource (its JSON is stripped on the way
+// in), neither in its initial list nor in the events after it, and the cache holds the object
+// otherwise whole. An informer with another transform (controller-runtime's, or SlimCache's, which
+// reads managedFields) decodes them as sent.
+func TestIntegrationNewCacheDecodesNoManagedFields(t *testing.T) {
+	env := harness.Default()
+	c := setupWidgets(t, env)
+	cases := map[string]struct {
+		configure func(*cache.Options)
+		stripped  bool
+		slim      bool // the cached copy keeps no spec maps (SlimCache)
+	}{
+		"LeanCache":                      {configure: func(o *cache.Options) { reconcile.LeanCache(o) }, stripped: true},
+		"SlimCache's child":              {configure: func(o *cache.Options) { reconcile.SlimCache(o, &testapi.Widget{}) }, slim: true},
+		"controller-runtime's transform": {configure: func(o *cache.Options) { o.DefaultTransform = cache.TransformStripManagedFields() }},
+		"LeanCache, then another transform": {configure: func(o *cache.Options) {
+			reconcile.LeanCache(o)
+			o.DefaultTransform = cache.TransformStripManagedFields()
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			create := func(name, data string) *testapi.Widget {
+				// Labelled as a child, which LeanCache's and SlimCache's informers of a child kind ask for.
+				w := &testapi.Widget{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{ownership.LabelOwnerUID: "u"}},
+					Spec:       testapi.WidgetSpec{Data: map[string]string{"k": data}},
+				}
+				if err := c.Create(t.Context(), w); err != nil {
+					t.Fatal(err)
+				}
+				return w
+			}
+			before := create("before", "listed")
+
+			rec := &decoded{}
+			hc, err := rest.HTTPClientFor(env.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mapper, err := apiutil.NewDynamicRESTMapper(env.Config, hc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := cache.Options{
+				Scheme: widgetScheme, Mapper: mapper,
+				DefaultNamespaces: map[string]cache.Config{ns: {}},
+				NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+					return toolscache.NewSharedIndexInformer(decodedLW{lw: toolscache.ToListerWatcherWithContext(lw), rec: rec}, obj, resync, idx)
+				},
+			}
+			tc.configure(&opts)
+			cc, err := reconcile.NewCache(env.Config, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			go func() { _ = cc.Start(ctx) }()
+			if _, err := cc.GetInformer(ctx, &testapi.Widget{}); err != nil {
+				t.Fatal(err)
+			}
+			after := create("after", "watched")
+
+			for _, want := range []*testapi.Widget{before, after} {
+				key := client.ObjectKeyFromObject(want)
+				var got, live testapi.Widget
+				harness.Eventually(t, time.Minute, func() (bool, string) {
+					err := cc.Get(ctx, key, &got)
+					return err == nil, fmt.Sprintf("cache: %v", err)
+				})
+				if err := cc.Get(ctx, key, &got); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Get(ctx, key, &live); err != nil {
+					t.Fatal(err)
+				}
+				if len(live.ManagedFields) == 0 {
+					t.Fatalf("%s has no managedFields on the API server: the test shows nothing", key)
+				}
+				if diff := cmp.Diff(live.Spec, got.Spec); diff != "" && !tc.slim {
+					t.Errorf("cached spec of %s (-live +cached):\n%s", key, diff)
+				}
+				if diff := cmp.Diff(live.Labels, got.Labels); diff != "" {
+					t.Errorf("cached labels of %s (-live +cached):\n%s", key, diff)
+				}
+			}
+			with, without := rec.counts()
+			got := fmt.Sprintf("decoded with managedFields: %v, without: %v", with > 0, without > 0)
+			want := fmt.Sprintf("decoded with managedFields: %v, without: %v", !tc.stripped, tc.stripped)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("what the informer decoded (%d with, %d without) (-want +got):\n%s", with, without, diff)
+			}
+		})
+	}
+}
