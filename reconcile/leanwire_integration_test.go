@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -117,6 +118,14 @@ func TestIntegrationNewCacheDecodesNoManagedFields(t *testing.T) {
 				if err := c.Create(t.Context(), w); err != nil {
 					t.Fatal(err)
 				}
+				// Gone before the test ends: a later test's manager that watches every namespace
+				// would otherwise reconcile it while its namespace is being deleted.
+				t.Cleanup(func() {
+					if err := c.Delete(context.WithoutCancel(t.Context()), w); err != nil && !apierrors.IsNotFound(err) {
+						t.Errorf("delete %s: %v", w.Name, err)
+					}
+					harness.WaitForDeletion(t, c, w, time.Minute)
+				})
 				return w
 			}
 			before := create("before", "listed")
