@@ -105,26 +105,13 @@ func (s *scanner) skip() bool {
 	case '"':
 		return s.str()
 	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				if !s.str() {
-					return false
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return true
-				}
-			}
-			s.i++
+		f := finder{pos: s.i}
+		end := f.end(s.b)
+		if end < 0 {
+			return false
 		}
-		return false
+		s.i = end
+		return true
 	default: // a number, true, false or null: up to the next delimiter
 		start := s.i
 		for s.i < len(s.b) {
