@@ -107,9 +107,11 @@ type config struct {
 	replicasAfter int32
 	heapProfiles  string
 	cpuProfiles   string
-	noRollout     bool
-	idleWindow    time.Duration
-	floor         bool
+	// serverProfiles is WithServerProfiles's directory.
+	serverProfiles string
+	noRollout      bool
+	idleWindow     time.Duration
+	floor          bool
 }
 
 // rolloutControllers are the controllers of kube-controller-manager that act on a Welcome's children:
@@ -758,6 +760,10 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 		stopProfile = func() { once.Do(stop) }
 		defer stopProfile()
 	}
+	profiles := r.profileServers(ctx, name)
+	if profiles != nil {
+		defer profiles.wait()
+	}
 	cpuBefore := r.serverCPU()
 	start := time.Now()
 	if err := act(); err != nil {
@@ -779,6 +785,9 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 		}
 		drainedAfter = time.Since(start)
 		log.Info("drained", "after", since(start))
+	}
+	if profiles != nil {
+		profiles.end() // no profile starts past the goal; those recording end during the settling
 	}
 
 	last, err := r.settle(ctx, time.Now(), deadline)

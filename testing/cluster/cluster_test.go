@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/pprof/profile"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -645,4 +646,44 @@ func TestStartRespectsContext(t *testing.T) {
 	if got := processesUsing(t, runDir); len(got) != 0 {
 		t.Errorf("processes left after a canceled start: %v", got)
 	}
+}
+
+// TestCPUProfile records a CPU profile of each component that serves one and checks that it is one:
+// a CPU profile of the component's own binary, as long as asked. A component without a profiler is
+// refused by name.
+func TestCPUProfile(t *testing.T) {
+	c, _ := sharedCluster(t)
+	for _, comp := range []Component{APIServer, ControllerManager, Scheduler} {
+		t.Run(string(comp), func(t *testing.T) {
+			t.Parallel()
+			data, err := c.CPUProfile(t.Context(), comp, 1500*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := profile.ParseData(data)
+			if err != nil {
+				t.Fatalf("parse the answer as a profile: %v", err)
+			}
+			var types []string
+			for _, st := range p.SampleType {
+				types = append(types, st.Type+"/"+st.Unit)
+			}
+			var binary string
+			if len(p.Mapping) > 0 {
+				binary = filepath.Base(p.Mapping[0].File)
+			}
+			got := []any{types, binary, time.Duration(p.DurationNanos).Round(time.Second)}
+			want := []any{[]string{"samples/count", "cpu/nanoseconds"}, string(comp), 2 * time.Second}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("sample types, binary, duration (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run(string(Etcd), func(t *testing.T) {
+		t.Parallel()
+		_, err := c.CPUProfile(t.Context(), Etcd, time.Second)
+		if err == nil || !strings.Contains(err.Error(), "only kube-apiserver, kube-controller-manager and kube-scheduler") {
+			t.Errorf("CPUProfile(etcd) = %v, want an error naming the components that serve a profiler", err)
+		}
+	})
 }

@@ -37,6 +37,12 @@
 //
 // c.Config is an admin *rest.Config and c.KubeconfigPath an admin kubeconfig (for kubectl).
 //
+// What the components spend: c.CPUTime(comp) is a component's CPU time so far (Linux), and
+// c.CPUProfile records a CPU profile of kube-apiserver, kube-controller-manager or kube-scheduler:
+//
+//	data, err := c.CPUProfile(ctx, cluster.ControllerManager, 10*time.Second)
+//	// os.WriteFile("kcm.cpu", data, 0o644), then: go tool pprof -top kcm.cpu
+//
 // Fault hooks break the running control plane on purpose, for reliability tests:
 //
 //	err := c.RestartAPIServer(ctx)          // SIGKILL kube-apiserver, start it again on the same etcd

@@ -31,8 +31,13 @@
 // the expert's figure). -without-rollout runs
 // kube-controller-manager without the controllers that act on the children, so that the API server
 // serves only the managers' own requests (and the driver's); converge and update then end when every
-// Welcome's status is written for its generation.
+// Welcome's status is written for its generation. -serverprofiles DIR records CPU profiles of
+// kube-apiserver, kube-controller-manager and kube-scheduler through each converge, update and delete
+// phase, consecutive profiles of 10 s each:
+//
+//	go run ./bench/cmd/bench -n 200 -rounds 1 -impl convergo,expert -serverprofiles /tmp/prof
+//	go tool pprof -top /tmp/prof/convergo-r1-update-kube-controller-manager-*.cpu
 //
 // Flags: -n, -rounds, -nodes, -impl, -json, -out, -name, -timeout (per phase), -quiet, -workers, -crd,
-// -v, -floor, -without-rollout, -cpuprofile, -cpuprofiles, -heapprofiles.
+// -v, -floor, -without-rollout, -cpuprofile, -cpuprofiles, -serverprofiles, -heapprofiles.
 package main

@@ -144,6 +144,7 @@ type flags struct {
 	verbose  bool
 	cpuprof  string
 	cpuprofs string
+	srvprofs string
 	heapprof string
 	name     string
 	noRoll   bool
@@ -169,6 +170,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.heapprof, "heapprofiles", "", "write a heap profile of the bench process into this directory once each implementation has converged (<impl>-r<round>.heap)")
 	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the bench process (the managers under measurement and the driver) to this file")
 	fs.StringVar(&f.cpuprofs, "cpuprofiles", "", "write a CPU profile of the bench process per measured phase into this directory (<impl>-r<round>-<phase>.cpu); not with -cpuprofile")
+	fs.StringVar(&f.srvprofs, "serverprofiles", "", "write CPU profiles of kube-apiserver, kube-controller-manager and kube-scheduler for the converge, update and delete phases into this directory, "+
+		"each phase as consecutive profiles of "+bench.ServerProfileChunk.String()+" (<impl>-r<round>-<phase>-<component>-<k>.cpu; go tool pprof merges the files given together)")
 	fs.StringVar(&f.name, "name", "", "with -out: write <name>.md and <name>.json instead of <date>-n<N> (which a later run of the same day and size overwrites)")
 	fs.BoolVar(&f.noRoll, "without-rollout", false, "run kube-controller-manager without the controllers that act on the children (deployment, "+
 		"replicaset, endpointslice): measures the managers' own requests and what they cost the API server; converge and update end "+
@@ -242,6 +245,12 @@ func run(args []string) int {
 		defer stopProfile()
 	}
 
+	if f.srvprofs != "" {
+		if err := os.MkdirAll(f.srvprofs, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: create %s: %v\n", f.srvprofs, err)
+			return 1
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := []bench.Option{
@@ -257,6 +266,7 @@ func run(args []string) int {
 		bench.WithManagerLogger(managers),
 		bench.WithHeapProfiles(f.heapprof),
 		bench.WithCPUProfiles(f.cpuprofs),
+		bench.WithServerProfiles(f.srvprofs),
 	}
 	if f.noRoll {
 		opts = append(opts, bench.WithoutRollout())
