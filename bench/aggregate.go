@@ -79,8 +79,12 @@ func medianPhase(ps []Phase) Phase {
 		ServerCPUAboveIdleSeconds: medianFloatMap(ps, func(p Phase) map[string]float64 {
 			return p.ServerCPUAboveIdleSeconds
 		}),
-		BusyCores:     medianOf(ps, func(p Phase) float64 { return p.BusyCores }),
-		ClusterWrites: medianMapOrNil(ps, func(p Phase) map[string]int { return p.ClusterWrites }),
+		BusyCores:       medianOf(ps, func(p Phase) float64 { return p.BusyCores }),
+		ClusterWrites:   medianMapOrNil(ps, func(p Phase) map[string]int { return p.ClusterWrites }),
+		ControllerSyncs: medianMapOrNil(ps, func(p Phase) map[string]int { return p.ControllerSyncs }),
+		ControllerSyncSeconds: medianFloatMap(ps, func(p Phase) map[string]float64 {
+			return p.ControllerSyncSeconds
+		}),
 	}
 }
 

@@ -63,6 +63,15 @@ type Phase struct {
 	// "apply" is a server-side apply. Writes the implementation made others make (a ReplicaSet
 	// updated, a pod created) show here and not in Writes.
 	ClusterWrites map[string]int `json:"clusterWrites,omitempty"`
+	// ControllerSyncs counts the items kube-controller-manager's work queues processed from the
+	// start of the phase until the manager went quiet (client-go's workqueue_work_duration_seconds),
+	// by queue name ("deployment", "replicaset", "endpoint_slice", "garbage_collector_attempt_to_delete"):
+	// how often each controller synced an object. A queue merges the events that arrive while an
+	// object waits in it, so the same writes cost a controller more syncs when they come spread out.
+	ControllerSyncs map[string]int `json:"controllerSyncs,omitempty"`
+	// ControllerSyncSeconds is the time those syncs took, by queue name, waits for the API server
+	// included.
+	ControllerSyncSeconds map[string]float64 `json:"controllerSyncSeconds,omitempty"`
 }
 
 // WriteCount returns the number of write requests.
@@ -307,6 +316,14 @@ func (r *Report) Rows() []Row {
 				}
 			}
 		}
+		if ph.name != "restart" {
+			for _, q := range r.syncedQueues(get, n) {
+				add(ph.name+": kube-controller-manager syncs "+q, "per CR", func(x Result) float64 { return float64(get(x).ControllerSyncs[q]) / n })
+				add(ph.name+": kube-controller-manager time in syncs "+q, "ms per CR", func(x Result) float64 {
+					return get(x).ControllerSyncSeconds[q] * 1000 / n
+				})
+			}
+		}
 		add(ph.name+": reconciles", "per CR", func(x Result) float64 { return float64(get(x).Reconciles) / n })
 		add(ph.name+": time in reconciles", "ms per CR", func(x Result) float64 { return get(x).ReconcileSeconds * 1000 / n })
 		for _, comp := range cpuComponents {
@@ -428,6 +445,20 @@ func (r *Report) clusterWriteKinds(get func(Result) Phase, n float64) []string {
 		for k, c := range get(res).ClusterWrites {
 			if float64(c)/n >= 0.05 {
 				used[k] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(used))
+}
+
+// syncedQueues returns the work queues of Phase.ControllerSyncs that some implementation's phase
+// synced at least once in 20 per CR, sorted.
+func (r *Report) syncedQueues(get func(Result) Phase, n float64) []string {
+	used := map[string]bool{}
+	for _, res := range r.Results {
+		for q, c := range get(res).ControllerSyncs {
+			if float64(c)/n >= 0.05 {
+				used[q] = true
 			}
 		}
 	}

@@ -750,6 +750,7 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 		return Phase{}, err
 	}
 	writesBefore := r.clusterWrites(ctx)
+	syncsBefore := r.controllerWork(ctx)
 	stopProfile := func() {}
 	if r.cfg.cpuProfiles != "" {
 		stop, err := StartCPUProfile(filepath.Join(r.cfg.cpuProfiles, fmt.Sprintf("%s-r%d-%s.cpu", r.impl.Name, r.round, name)))
@@ -809,6 +810,11 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	if writesBefore != nil {
 		if after := r.clusterWrites(ctx); after != nil {
 			p.ClusterWrites = writesSince(writesBefore, after)
+		}
+	}
+	if syncsBefore != nil {
+		if after := r.controllerWork(ctx); after != nil {
+			p.ControllerSyncs, p.ControllerSyncSeconds = after.since(*syncsBefore)
 		}
 	}
 	if drained != nil {

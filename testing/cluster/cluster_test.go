@@ -687,3 +687,28 @@ func TestCPUProfile(t *testing.T) {
 		}
 	})
 }
+
+// TestMetrics reads each component's metrics and checks that they are its own: the API server's
+// request counter, the controller-manager's deployment queue, the scheduler's queue of pending pods.
+func TestMetrics(t *testing.T) {
+	c, _ := sharedCluster(t)
+	tests := []struct {
+		comp Component
+		want string
+	}{
+		{APIServer, "apiserver_request_total{"},
+		{ControllerManager, `workqueue_adds_total{name="deployment"}`},
+		{Scheduler, "scheduler_pending_pods{"},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.comp), func(t *testing.T) {
+			data, err := c.Metrics(t.Context(), tc.comp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), tc.want) {
+				t.Errorf("metrics of %s (%d bytes) lack %s", tc.comp, len(data), tc.want)
+			}
+		})
+	}
+}

@@ -37,8 +37,9 @@
 //
 // c.Config is an admin *rest.Config and c.KubeconfigPath an admin kubeconfig (for kubectl).
 //
-// What the components spend: c.CPUTime(comp) is a component's CPU time so far (Linux), and
-// c.CPUProfile records a CPU profile of kube-apiserver, kube-controller-manager or kube-scheduler:
+// What the components do and spend: c.CPUTime(comp) is a component's CPU time so far (Linux),
+// c.Metrics returns the metrics of kube-apiserver, kube-controller-manager or kube-scheduler (the
+// controllers' work queues, for example), and c.CPUProfile records a CPU profile of one of them:
 //
 //	data, err := c.CPUProfile(ctx, cluster.ControllerManager, 10*time.Second)
 //	// os.WriteFile("kcm.cpu", data, 0o644), then: go tool pprof -top kcm.cpu

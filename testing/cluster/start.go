@@ -266,7 +266,7 @@ func (c *Cluster) controllerManagerArgs(p *ports, f pkiFiles) []string {
 		"--flex-volume-plugin-dir=" + filepath.Join(c.RunDir, "data", "flexvolume"),
 		"--kube-api-qps=100",
 		"--kube-api-burst=200",
-		pprofPaths,
+		observePaths,
 	}
 }
 
@@ -278,7 +278,7 @@ func (c *Cluster) schedulerArgs(p *ports, f pkiFiles) []string {
 		"--tls-cert-file=" + f.componentServingCert,
 		"--tls-private-key-file=" + f.componentServingKey,
 		"--leader-elect=false",
-		pprofPaths,
+		observePaths,
 	}
 }
 
