@@ -31,8 +31,28 @@ import (
 //
 // It is a label and not an annotation because its value changes with every new intent (a new
 // replicas count): the Deployment controller copies a Deployment's annotations to its ReplicaSet,
-// which would cost it a write of its own at each change, and copies no label.
+// which would cost it a write of its own at each change, and copies no label. On a Service it is an
+// annotation of the same name (see appliedIntentInAnnotation).
 const LabelAppliedIntent = "convergo.dev/applied-intent"
+
+// appliedIntentInAnnotation reports whether the Applier records the digests of LabelAppliedIntent in
+// an annotation of that name on a child of kind gk instead of a label: on a Service. The EndpointSlice
+// and Endpoints controllers copy a Service's labels, not its annotations, to every EndpointSlice and
+// Endpoints of it, so a label would cost them a write at each new intent; and it makes their objects'
+// label maps larger than the eight entries Go keeps in one group, which the controller manager's
+// selector scans of a namespace, on every sync of every Service, then read more slowly (measured in
+// bench/results, 2026-11-28, session 27).
+func appliedIntentInAnnotation(gk schema.GroupKind) bool {
+	return gk == schema.GroupKind{Kind: "Service"}
+}
+
+// appliedIntentRecord returns what obj records under LabelAppliedIntent, as a label or an annotation.
+func appliedIntentRecord(obj metav1.Object) string {
+	if v := obj.GetLabels()[LabelAppliedIntent]; v != "" {
+		return v
+	}
+	return obj.GetAnnotations()[LabelAppliedIntent]
+}
 
 // recordLen is how many hex digits each digest of LabelAppliedIntent keeps (80 bits: three fit in a
 // label value's 63 characters).
@@ -213,7 +233,8 @@ func fieldsDigest(raw []byte) string {
 }
 
 // withAppliedIntent returns intent, of kind gvk, with the intent hash hash, from a desired object of
-// desiredDigest desired, with LabelAppliedIntent set; intent itself is left as it is. It returns
+// desiredDigest desired, with LabelAppliedIntent set (an annotation where appliedIntentInAnnotation
+// says so); intent itself is left as it is. It returns
 // intent unchanged when the set of fields cannot be told (a value the kind's schema refuses) or
 // desired is empty: a slim cache then digests the child's values.
 func withAppliedIntent(intent map[string]any, gvk schema.GroupVersionKind, hash, desired string) map[string]any {
@@ -225,20 +246,24 @@ func withAppliedIntent(intent map[string]any, gvk schema.GroupVersionKind, hash,
 	if md == nil {
 		md = map[string]any{}
 	}
-	labels, _ := md["labels"].(map[string]any)
-	labels = maps.Clone(labels)
-	if labels == nil {
-		labels = map[string]any{}
+	where := "labels"
+	if appliedIntentInAnnotation(gvk.GroupKind()) {
+		where = "annotations"
 	}
-	labels[LabelAppliedIntent] = "" // its key is one of the fields applied; the value is not
-	md["labels"] = labels
+	record, _ := md[where].(map[string]any)
+	record = maps.Clone(record)
+	if record == nil {
+		record = map[string]any{}
+	}
+	record[LabelAppliedIntent] = "" // its key is one of the fields applied; the value is not
+	md[where] = record
 	sealed := maps.Clone(intent)
 	sealed["metadata"] = md
 	fields, ok := appliedFieldsDigest(sealed, gvk)
 	if !ok {
 		return intent
 	}
-	labels[LabelAppliedIntent] = hash[:recordLen] + "." + fields + "." + desired
+	record[LabelAppliedIntent] = hash[:recordLen] + "." + fields + "." + desired
 	return sealed
 }
 
@@ -300,7 +325,7 @@ func appliedFields(body map[string]any, gvk schema.GroupVersionKind) (*fieldpath
 // for a field manager's entry mf of obj, when mf still holds exactly the fields of that apply; false
 // otherwise (another apply, a field taken or removed since, no label).
 func sealedDigest(obj metav1.Object, mf metav1.ManagedFieldsEntry) (intent, desired string, ok bool) {
-	parts := strings.Split(obj.GetLabels()[LabelAppliedIntent], ".")
+	parts := strings.Split(appliedIntentRecord(obj), ".")
 	if len(parts) != 3 || mf.FieldsV1 == nil {
 		return "", "", false
 	}

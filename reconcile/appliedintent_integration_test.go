@@ -115,8 +115,8 @@ func TestIntegrationAppliedIntent(t *testing.T) {
 			}
 			sealed, ok := reconcile.SealedDigest(live, a.FieldManager())
 			if !ok {
-				t.Fatalf("the fields the API server recorded are not the ones the Applier expected:\n%s\n%v",
-					live.GetLabels()[reconcile.LabelAppliedIntent], live.GetManagedFields())
+				t.Fatalf("the fields the API server recorded are not the ones the Applier expected:\nlabels %v\nannotations %v\n%v",
+					live.GetLabels(), live.GetAnnotations(), live.GetManagedFields())
 			}
 			values := reconcile.ValuesDigest(live, gvk, a.FieldManager())
 			if diff := cmp.Diff(values[:min(len(values), len(sealed))], sealed); diff != "" {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -333,6 +334,51 @@ func TestDesiredDigestFormula(t *testing.T) {
 			want := hex.EncodeToString(sum[:])[:20]
 			if diff := cmp.Diff(want, desiredDigest(tc.obj, tc.gvk)); diff != "" {
 				t.Errorf("desiredDigest (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAppliedIntentPlace: the Applier records its digests in a label, except on a Service, where an
+// annotation of the same name keeps them out of the labels the EndpointSlice and Endpoints controllers
+// copy. Either way the record vouches for the apply, and a SlimCache copy keeps neither the label nor
+// the annotation, only the digest.
+func TestAppliedIntentPlace(t *testing.T) {
+	service := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Labels: map[string]string{"app": "web"},
+			Annotations: map[string]string{"example.com/note": "kept"}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}},
+	}
+	cases := map[string]struct {
+		desired client.Object
+		gvk     schema.GroupVersionKind
+		// want is where the record is: in the labels, in the annotations.
+		want [2]bool
+	}{
+		"Deployment: a label":    {desired: slimDeployment(), gvk: appsv1.SchemeGroupVersion.WithKind("Deployment"), want: [2]bool{true, false}},
+		"Service: an annotation": {desired: service, gvk: corev1.SchemeGroupVersion.WithKind("Service"), want: [2]bool{false, true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			live, hash := sealedBy(t, "convergo", tc.desired)
+			_, inLabels := live.GetLabels()[LabelAppliedIntent]
+			_, inAnnotations := live.GetAnnotations()[LabelAppliedIntent]
+			if diff := cmp.Diff(tc.want, [2]bool{inLabels, inAnnotations}); diff != "" {
+				t.Errorf("record in the labels, in the annotations (-want +got):\n%s", diff)
+			}
+			sealed, desired, ok := sealedDigest(live, live.GetManagedFields()[0])
+			if diff := cmp.Diff([3]any{true, true, desiredDigest(tc.desired, tc.gvk)}, [3]any{ok, digestMatches(sealed, hash), desired}); diff != "" {
+				t.Errorf("sealed, its digest is the intent's, desired digest (-want +got):\n%s", diff)
+			}
+
+			slim(live, tc.gvk)
+			_, inLabels = live.GetLabels()[LabelAppliedIntent]
+			_, inAnnotations = live.GetAnnotations()[LabelAppliedIntent]
+			digest, _, slimmed := appliedDigest(live, "convergo")
+			got := [4]any{inLabels, inAnnotations, slimmed, digestMatches(digest, hash)}
+			if diff := cmp.Diff([4]any{false, false, true, true}, got); diff != "" {
+				t.Errorf("slim copy: record in the labels, in the annotations, slimmed, digest is the intent's (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -19,9 +19,9 @@
 // The manager's cache options decide what the cache holds of the children. LeanCache drops
 // managedFields and every object of the child kinds that is not a Convergo child, and shares the
 // strings objects repeat; SlimCache keeps, of each child, only its metadata, status and scalars, plus a
-// digest of what each field manager applied (from managedFields, or from the label LabelAppliedIntent
-// that every apply sets, while nobody took a field of it), which Apply compares with its intent hash
-// instead of the fields:
+// digest of what each field manager applied (from managedFields, or from the label LabelAppliedIntent,
+// an annotation on a Service, that every apply sets, while nobody took a field of it), which Apply
+// compares with its intent hash instead of the fields:
 //
 //	opts := ctrl.Options{Scheme: scheme, NewCache: reconcile.NewCache}
 //	reconcile.SlimCache(&opts.Cache, &appsv1.Deployment{}, &corev1.ConfigMap{})

@@ -19,11 +19,13 @@ func SealedDigest(obj client.Object, manager string) (string, bool) {
 }
 
 // ValuesDigest is the digest of the values obj holds in the fields manager applied, read from the
-// values themselves (obj without LabelAppliedIntent), for the tests of reconcile_test.
+// values themselves (obj without LabelAppliedIntent, label or annotation), for the tests of reconcile_test.
 func ValuesDigest(obj client.Object, gvk schema.GroupVersionKind, manager string) string {
 	unsealed := obj.DeepCopyObject().(client.Object)
-	labels := maps.Clone(unsealed.GetLabels())
+	labels, anns := maps.Clone(unsealed.GetLabels()), maps.Clone(unsealed.GetAnnotations())
 	delete(labels, LabelAppliedIntent)
+	delete(anns, LabelAppliedIntent) // a Service's record
 	unsealed.SetLabels(labels)
+	unsealed.SetAnnotations(anns)
 	return digestOf(unsealed, gvk, manager)
 }

@@ -184,6 +184,7 @@ func reduceMetadata(m any) map[string]any {
 	}
 	if anns, ok := out["annotations"].(map[string]any); ok {
 		delete(anns, AnnotationIntentHash)
+		delete(anns, LabelAppliedIntent) // a Service's record (appliedIntentInAnnotation)
 		if len(anns) == 0 {
 			delete(out, "annotations")
 		}

@@ -118,6 +118,7 @@ func slim(obj client.Object, gvk schema.GroupVersionKind) {
 	delete(anns, AnnotationNode)
 	delete(anns, AnnotationDependsOn)
 	delete(anns, AnnotationIntentHash) // the digest covers it
+	delete(anns, LabelAppliedIntent)   // so does the record, as an annotation
 	anns[AnnotationApplied] = digests
 	obj.SetAnnotations(anns)
 	if labels := obj.GetLabels(); labels[LabelAppliedIntent] != "" {

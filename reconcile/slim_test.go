@@ -51,8 +51,12 @@ func appliedAs(t *testing.T, manager string, desired client.Object, labelled boo
 	setIntentHash(intent, hash)
 	if labelled {
 		intent = withAppliedIntent(intent, gvk, hash, desiredDigest(desired, gvk))
-		if _, ok := intent["metadata"].(map[string]any)["labels"].(map[string]any)[LabelAppliedIntent]; !ok {
-			t.Fatal("no applied intent label")
+		where := "labels"
+		if appliedIntentInAnnotation(gvk.GroupKind()) {
+			where = "annotations"
+		}
+		if _, ok := intent["metadata"].(map[string]any)[where].(map[string]any)[LabelAppliedIntent]; !ok {
+			t.Fatalf("no applied intent record in the %s", where)
 		}
 	}
 	// The fields the API server records (TestIntegrationAppliedIntent compares them with its own).
