@@ -311,13 +311,13 @@ func (r *Report) Rows() []Row {
 		if r.anyResult(func(x Result) bool { return get(x).ClusterWrites != nil }) {
 			add(ph.name+": cluster writes", "per CR", func(x Result) float64 { return float64(sumCounts(get(x).ClusterWrites)) / n })
 			if ph.name != "restart" {
-				for _, w := range r.clusterWriteKinds(get, n) {
+				for _, w := range r.frequentKeys(func(x Result) map[string]int { return get(x).ClusterWrites }, n) {
 					add(ph.name+": cluster "+w, "per CR", func(x Result) float64 { return float64(get(x).ClusterWrites[w]) / n })
 				}
 			}
 		}
 		if ph.name != "restart" {
-			for _, q := range r.syncedQueues(get, n) {
+			for _, q := range r.frequentKeys(func(x Result) map[string]int { return get(x).ControllerSyncs }, n) {
 				add(ph.name+": kube-controller-manager syncs "+q, "per CR", func(x Result) float64 { return float64(get(x).ControllerSyncs[q]) / n })
 				add(ph.name+": kube-controller-manager time in syncs "+q, "ms per CR", func(x Result) float64 {
 					return get(x).ControllerSyncSeconds[q] * 1000 / n
@@ -437,28 +437,14 @@ func (r *Report) writeKinds(get func(Result) Phase) []string {
 	return slices.Sorted(maps.Keys(used))
 }
 
-// clusterWriteKinds returns the kinds of Phase.ClusterWrites of which some implementation's phase
-// had at least one in 20 per CR, sorted: the cluster's background (leases, node heartbeats) stays out.
-func (r *Report) clusterWriteKinds(get func(Result) Phase, n float64) []string {
+// frequentKeys returns the keys of the counts of which some implementation's phase had at least one in
+// 20 per CR, sorted: the cluster's background (leases, node heartbeats) and its rare work stay out.
+func (r *Report) frequentKeys(counts func(Result) map[string]int, n float64) []string {
 	used := map[string]bool{}
 	for _, res := range r.Results {
-		for k, c := range get(res).ClusterWrites {
+		for k, c := range counts(res) {
 			if float64(c)/n >= 0.05 {
 				used[k] = true
-			}
-		}
-	}
-	return slices.Sorted(maps.Keys(used))
-}
-
-// syncedQueues returns the work queues of Phase.ControllerSyncs that some implementation's phase
-// synced at least once in 20 per CR, sorted.
-func (r *Report) syncedQueues(get func(Result) Phase, n float64) []string {
-	used := map[string]bool{}
-	for _, res := range r.Results {
-		for q, c := range get(res).ControllerSyncs {
-			if float64(c)/n >= 0.05 {
-				used[q] = true
 			}
 		}
 	}
