@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,30 +40,10 @@ func clusterWrites(ctx context.Context, rc rest.Interface) (map[string]float64, 
 // parseClusterWrites sums the write samples of requestTotalMetric in Prometheus text exposition.
 func parseClusterWrites(text []byte) (map[string]float64, error) {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, requestTotalMetric+"{")
-		if !ok {
-			continue
-		}
-		labelText, valueText, ok := strings.Cut(rest, "} ")
-		if !ok {
-			return nil, fmt.Errorf("parse %s sample %q: no end of labels", requestTotalMetric, line)
-		}
-		labels, err := parseLabels(labelText)
-		if err != nil {
-			return nil, fmt.Errorf("parse %s sample %q: %w", requestTotalMetric, line, err)
-		}
+	err := eachSample(text, requestTotalMetric, []string{requestTotalMetric}, func(_ string, labels map[string]string, v float64) {
 		verb, ok := clusterWriteVerbs[labels["verb"]]
 		if !ok || labels["dry_run"] != "" {
-			continue
-		}
-		valueText, _, _ = strings.Cut(valueText, " ") // a timestamp may follow
-		v, err := strconv.ParseFloat(valueText, 64)
-		if err != nil {
-			return nil, fmt.Errorf("parse %s sample %q: %w", requestTotalMetric, line, err)
+			return
 		}
 		key := verb + " " + labels["resource"]
 		if sub := labels["subresource"]; sub != "" {
@@ -72,11 +53,44 @@ func parseClusterWrites(text []byte) (map[string]float64, error) {
 			key += " (" + code + ")"
 		}
 		out[key] += v
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", requestTotalMetric, err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// eachSample calls f with the name, labels and value of every sample of Prometheus text exposition
+// whose name is one of names, samples of the metric family (named in errors). Other lines are not
+// read.
+func eachSample(text []byte, family string, names []string, f func(name string, labels map[string]string, v float64)) error {
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		labelText, valueText, ok := strings.Cut(rest, "} ")
+		if !ok {
+			return fmt.Errorf("parse %s sample %q: no end of labels", family, line)
+		}
+		labels, err := parseLabels(labelText)
+		if err != nil {
+			return fmt.Errorf("parse %s sample %q: %w", family, line, err)
+		}
+		valueText, _, _ = strings.Cut(valueText, " ") // a timestamp may follow
+		v, err := strconv.ParseFloat(valueText, 64)
+		if err != nil {
+			return fmt.Errorf("parse %s sample %q: %w", family, line, err)
+		}
+		f(name, labels, v)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", family, err)
+	}
+	return nil
 }
 
 // parseLabels parses `name="value",...` with the escapes of the text format (\\, \" and \n).
@@ -108,8 +122,8 @@ func parseLabels(s string) (map[string]string, error) {
 	return labels, nil
 }
 
-// writesSince returns after minus before per key, leaving out keys that did not grow.
-func writesSince(before, after map[string]float64) map[string]int {
+// countsSince returns after minus before per key, rounded, leaving out keys that did not grow.
+func countsSince(before, after map[string]float64) map[string]int {
 	out := map[string]int{}
 	for k := range maps.Keys(after) {
 		if d := after[k] - before[k]; d > 0 {

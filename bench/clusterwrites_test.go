@@ -77,8 +77,8 @@ func TestWritesSince(t *testing.T) {
 	before := map[string]float64{"update leases": 100, "create pods": 10, "delete pods": 4}
 	after := map[string]float64{"update leases": 112, "create pods": 10, "delete pods": 5, "create events": 7}
 	want := map[string]int{"update leases": 12, "delete pods": 1, "create events": 7}
-	if diff := cmp.Diff(want, writesSince(before, after)); diff != "" {
-		t.Errorf("writesSince() (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, countsSince(before, after)); diff != "" {
+		t.Errorf("countsSince() (-want +got):\n%s", diff)
 	}
 }
 

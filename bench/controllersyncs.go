@@ -1,12 +1,7 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/convergo-dev/convergo/testing/cluster"
 )
@@ -25,36 +20,16 @@ type queueWork struct {
 // exposition.
 func parseQueueWork(text []byte) (queueWork, error) {
 	w := queueWork{syncs: map[string]float64{}, seconds: map[string]float64{}}
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		var into map[string]float64
-		rest, ok := strings.CutPrefix(line, workDurationMetric+"_count{")
-		if ok {
-			into = w.syncs
-		} else if rest, ok = strings.CutPrefix(line, workDurationMetric+"_sum{"); ok {
-			into = w.seconds
+	count, sum := workDurationMetric+"_count", workDurationMetric+"_sum"
+	err := eachSample(text, workDurationMetric, []string{count, sum}, func(name string, labels map[string]string, v float64) {
+		if name == count {
+			w.syncs[labels["name"]] += v
 		} else {
-			continue
+			w.seconds[labels["name"]] += v
 		}
-		labelText, valueText, ok := strings.Cut(rest, "} ")
-		if !ok {
-			return queueWork{}, fmt.Errorf("parse %s sample %q: no end of labels", workDurationMetric, line)
-		}
-		labels, err := parseLabels(labelText)
-		if err != nil {
-			return queueWork{}, fmt.Errorf("parse %s sample %q: %w", workDurationMetric, line, err)
-		}
-		valueText, _, _ = strings.Cut(valueText, " ") // a timestamp may follow
-		v, err := strconv.ParseFloat(valueText, 64)
-		if err != nil {
-			return queueWork{}, fmt.Errorf("parse %s sample %q: %w", workDurationMetric, line, err)
-		}
-		into[labels["name"]] += v
-	}
-	if err := sc.Err(); err != nil {
-		return queueWork{}, fmt.Errorf("read %s: %w", workDurationMetric, err)
+	})
+	if err != nil {
+		return queueWork{}, err
 	}
 	return w, nil
 }
@@ -62,12 +37,9 @@ func parseQueueWork(text []byte) (queueWork, error) {
 // since returns what the queues processed after before: the syncs and their seconds per queue,
 // leaving out queues that processed nothing.
 func (w queueWork) since(before queueWork) (map[string]int, map[string]float64) {
-	syncs, seconds := map[string]int{}, map[string]float64{}
-	for name, n := range w.syncs {
-		if d := n - before.syncs[name]; d > 0 {
-			syncs[name] = int(d + 0.5)
-			seconds[name] = w.seconds[name] - before.seconds[name]
-		}
+	syncs, seconds := countsSince(before.syncs, w.syncs), map[string]float64{}
+	for name := range syncs {
+		seconds[name] = w.seconds[name] - before.seconds[name]
 	}
 	return syncs, seconds
 }

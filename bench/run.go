@@ -809,7 +809,7 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	stopProfile() // the profile holds the phase, not the reading of the metrics
 	if writesBefore != nil {
 		if after := r.clusterWrites(ctx); after != nil {
-			p.ClusterWrites = writesSince(writesBefore, after)
+			p.ClusterWrites = countsSince(writesBefore, after)
 		}
 	}
 	if syncsBefore != nil {

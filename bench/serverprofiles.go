@@ -41,17 +41,18 @@ type cpuProfileFunc func(ctx context.Context, comp cluster.Component, d time.Dur
 // serverProfiles records consecutive CPU profiles of each component until ended.
 type serverProfiles struct {
 	ended chan struct{}
-	end   func()
+	once  sync.Once
 	wg    sync.WaitGroup
 }
+
+// end lets no new profile start; those recording go on.
+func (p *serverProfiles) end() { p.once.Do(func() { close(p.ended) }) }
 
 // startServerProfiles starts recording profiles of comps, each of chunk, into dir as
 // <prefix>-<component>-<k>.cpu (k from 1), until end is called; a component whose profile fails is
 // logged and no longer profiled. wait returns once the profiles recording at end are written.
 func startServerProfiles(ctx context.Context, profile cpuProfileFunc, comps []cluster.Component, chunk time.Duration, dir, prefix string, log logr.Logger) *serverProfiles {
 	p := &serverProfiles{ended: make(chan struct{})}
-	var once sync.Once
-	p.end = func() { once.Do(func() { close(p.ended) }) }
 	for _, comp := range comps {
 		p.wg.Go(func() {
 			for k := 1; ; k++ {
