@@ -6,16 +6,27 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/sharding"
 )
 
-// shardRetry is how soon a reconcile refused for want of a renewed Lease is tried again.
-const shardRetry = time.Second
+const (
+	// shardRetry is how soon a reconcile refused for want of a renewed Lease is tried again.
+	shardRetry = time.Second
+	// takenWait bounds how long the first reconcile of an object that moved here waits for its
+	// cache to show the children it relabelled (milliseconds, normally), and takenPoll is how often
+	// it looks.
+	takenWait = 5 * time.Second
+	takenPoll = 5 * time.Millisecond
+)
 
 // WithSharding makes the Reconciler one active replica among several, each reconciling the objects
 // its shard owns (see package sharding). It
@@ -60,14 +71,49 @@ func (r *Reconciler[T]) shardStep(ctx context.Context, obj T) (end func(), stop 
 		return end, false, ctrl.Result{}, nil
 	}
 	rv := obj.GetResourceVersion()
-	if _, err := s.TakeChildren(ctx, obj, ownership.LabelOwnerUID, r.childKinds()); err != nil {
+	taken, err := s.TakeChildren(ctx, obj, ownership.LabelOwnerUID, r.childKinds())
+	if err != nil {
 		return end, true, ctrl.Result{}, fmt.Errorf("take over the children of %s: %w", obj.GetName(), err)
 	}
 	anns := obj.GetAnnotations()
 	delete(anns, sharding.AnnotationMovedFrom)
 	obj.SetAnnotations(anns)
 	r.wrote(rv, obj)
+	r.awaitTaken(ctx, taken)
 	return end, false, ctrl.Result{}, nil
+}
+
+// awaitTaken waits, at most takenWait in all, until the cache shows each child TakeChildren
+// relabelled with this member's label. Until its watch event arrives, the shard's scoped cache does
+// not show a child that moved here: the Applier would take it for missing and send a create that
+// fails, then read it from the API server (two requests, and a conflict in the log, for a child that
+// holds its intent). Past the bound the reconcile goes on, and the Applier's reads keep it right.
+func (r *Reconciler[T]) awaitTaken(ctx context.Context, taken []client.Object) {
+	if len(taken) == 0 {
+		return
+	}
+	key, me := r.shard.Label()
+	ctx, cancel := context.WithTimeout(ctx, takenWait)
+	defer cancel()
+	for _, child := range taken {
+		proto, err := r.scheme.New(child.GetObjectKind().GroupVersionKind())
+		cached, ok := proto.(client.Object)
+		if err != nil || !ok {
+			continue // a kind the cache does not hold typed: the Applier reads it from the API server
+		}
+		at := client.ObjectKeyFromObject(child)
+		shown := func(ctx context.Context) (bool, error) {
+			err := r.client.Get(ctx, at, cached)
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil && cached.GetLabels()[key] == me, err
+		}
+		if err := wait.PollUntilContextCancel(ctx, takenPoll, true, shown); err != nil {
+			logf.FromContext(ctx).V(1).Info("cache does not show a child taken over yet; going on", "object", at, "error", err.Error())
+			return
+		}
+	}
 }
 
 // childKinds returns the kinds of every WithOwns type and every child type watched so far.

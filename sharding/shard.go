@@ -522,22 +522,23 @@ func (s *Shard) drain() {
 // TakeChildren relabels the children of owner (objects of kinds carrying the tracking label
 // ownerLabel=owner's UID), read from the API server, that do not carry this member's label yet, then
 // removes AnnotationMovedFrom from owner. The Reconciler calls it on the first reconcile of an object
-// that moved here, before anything reads its children from the cache. It returns how many children
-// it relabelled.
-func (s *Shard) TakeChildren(ctx context.Context, owner client.Object, ownerLabel string, kinds []schema.GroupVersionKind) (int, error) {
+// that moved here, before anything reads its children from the cache. It returns the children it
+// relabelled (metadata with their kind, as the relabel left them), which a cache scoped with
+// ScopeCache shows once their watch events arrive.
+func (s *Shard) TakeChildren(ctx context.Context, owner client.Object, ownerLabel string, kinds []schema.GroupVersionKind) ([]client.Object, error) {
 	patch, err := labelPatch(s.key, s.cfg.Member, "", "")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var taken []client.Object
 	for _, gvk := range kinds {
 		mapping, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return n, fmt.Errorf("take the %s children of %s: %w", gvk.Kind, client.ObjectKeyFromObject(owner), err)
+			return taken, fmt.Errorf("take the %s children of %s: %w", gvk.Kind, client.ObjectKeyFromObject(owner), err)
 		}
 		list, err := s.meta.Resource(mapping.Resource).List(ctx, metav1.ListOptions{LabelSelector: ownerLabel + "=" + string(owner.GetUID())})
 		if err != nil {
-			return n, fmt.Errorf("list the %s children of %s: %w", gvk.Kind, client.ObjectKeyFromObject(owner), err)
+			return taken, fmt.Errorf("list the %s children of %s: %w", gvk.Kind, client.ObjectKeyFromObject(owner), err)
 		}
 		for i := range list.Items {
 			child := &list.Items[i]
@@ -545,10 +546,15 @@ func (s *Shard) TakeChildren(ctx context.Context, owner client.Object, ownerLabe
 				continue
 			}
 			child.SetGroupVersionKind(gvk)
-			if err := s.writer.Patch(ctx, child, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-				return n, fmt.Errorf("relabel %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(child), err)
+			err := s.writer.Patch(ctx, child, client.RawPatch(types.MergePatchType, patch))
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return taken, fmt.Errorf("relabel %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(child), err)
 			}
-			n++
+			child.SetGroupVersionKind(gvk) // the answer's kind is the list item's
+			taken = append(taken, child)
 		}
 	}
 	obj := &metav1.PartialObjectMetadata{}
@@ -557,10 +563,10 @@ func (s *Shard) TakeChildren(ctx context.Context, owner client.Object, ownerLabe
 	obj.SetName(owner.GetName())
 	// The same patch: the owner already carries this member's label, and loses the mark.
 	if err := s.writer.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return n, fmt.Errorf("mark %s as taken: %w", client.ObjectKeyFromObject(owner), err)
+		return taken, fmt.Errorf("mark %s as taken: %w", client.ObjectKeyFromObject(owner), err)
 	}
 	owner.SetResourceVersion(obj.GetResourceVersion())
-	return n, nil
+	return taken, nil
 }
 
 func setOf(names []string) map[string]bool {
