@@ -27,8 +27,8 @@
 //	reconcile.SlimCache(&opts.Cache, &appsv1.Deployment{}, &corev1.ConfigMap{})
 //
 // (NewCache makes the manager start its controllers as soon as the informers created during setup
-// have synced, and starts the informers of each Reconciler's kinds with it, listing together; the
-// Reconciler's own watches wait that way with any cache.)
+// have synced, and starts the informers of each Reconciler's kinds with it, listing together, without
+// gzip; the Reconciler's own watches wait that way with any cache.)
 //
 // A Graph declares named children with dependencies and readiness checks:
 //

@@ -126,26 +126,34 @@ func (m *markedListerWatcher) IsWatchListSemanticsUnSupported() bool {
 }
 
 // leanWireClient returns a copy of hc whose transport strips managedFields from the answers to
-// marked requests (stripTransport); the connections stay hc's.
-func leanWireClient(hc *http.Client) *http.Client {
+// marked requests and, unless compressed, asks for answers without gzip (stripTransport); the
+// connections stay hc's.
+func leanWireClient(hc *http.Client, compressed bool) *http.Client {
 	c := *hc
 	next := hc.Transport
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	c.Transport = &stripTransport{next: next}
+	c.Transport = &stripTransport{next: next, compressed: compressed}
 	return &c
 }
 
 // stripTransport strips managedFields (jsonstrip) from the uncompressed JSON answer of a request
-// whose context carries a jsonstrip.Shape; everything else passes as it is.
+// whose context carries a jsonstrip.Shape; everything else passes as it is. Unless compressed, a
+// request that names no encoding asks for none (Accept-Encoding: identity), so that Go's transport
+// does not ask for gzip.
 type stripTransport struct {
-	next http.RoundTripper
+	next       http.RoundTripper
+	compressed bool
 }
 
 // RoundTrip sends req with the next transport and wraps the body of the answer when it is to be
 // stripped.
 func (t *stripTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.compressed && req.Header.Get("Accept-Encoding") == "" {
+		req = req.Clone(req.Context()) // a RoundTripper must not change its caller's request
+		req.Header.Set("Accept-Encoding", "identity")
+	}
 	resp, err := t.next.RoundTrip(req)
 	shape, marked := req.Context().Value(stripShapeKey{}).(jsonstrip.Shape)
 	if err != nil || !marked || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" {

@@ -5,6 +5,8 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -187,6 +189,80 @@ func TestIntegrationNewCacheDecodesNoManagedFields(t *testing.T) {
 			want := fmt.Sprintf("decoded with managedFields: %v, without: %v", !tc.stripped, tc.stripped)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("what the informer decoded (%d with, %d without) (-want +got):\n%s", with, without, diff)
+			}
+		})
+	}
+}
+
+// gzipSeen is a RoundTripper that records, per watch, whether its answer came gzip-compressed (Go's
+// transport then decompressed it and marked the response Uncompressed).
+type gzipSeen struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	seen map[bool]int
+}
+
+func (g *gzipSeen) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := g.next.RoundTrip(req)
+	if err == nil && req.URL.Query().Get("watch") == "true" {
+		g.mu.Lock()
+		g.seen[resp.Uncompressed || resp.Header.Get("Content-Encoding") == "gzip"]++
+		g.mu.Unlock()
+	}
+	return resp, err
+}
+
+// TestIntegrationNewCacheCompression: the API server sends NewCache's watches (each begins with a
+// list) uncompressed, and compresses them with WithCompression, as for client-go's default client.
+func TestIntegrationNewCacheCompression(t *testing.T) {
+	env := harness.Default()
+	c := setupWidgets(t, env)
+	cases := map[string]struct {
+		newCache cache.NewCacheFunc
+		gzip     bool
+	}{
+		"NewCache":        {newCache: reconcile.NewCache},
+		"WithCompression": {newCache: reconcile.NewCacheWith(reconcile.WithCompression()), gzip: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
+			if err := c.Create(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			hc, err := rest.HTTPClientFor(env.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &gzipSeen{next: hc.Transport, seen: map[bool]int{}}
+			hc.Transport = rec
+			mapper, err := apiutil.NewDynamicRESTMapper(env.Config, hc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc, err := tc.newCache(env.Config, cache.Options{
+				Scheme: widgetScheme, Mapper: mapper, HTTPClient: hc,
+				DefaultNamespaces: map[string]cache.Config{ns: {}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			go func() { _ = cc.Start(ctx) }()
+			if _, err := cc.GetInformer(ctx, &testapi.Widget{}); err != nil {
+				t.Fatal(err)
+			}
+			var got testapi.Widget
+			if err := cc.Get(ctx, client.ObjectKeyFromObject(w), &got); err != nil {
+				t.Fatalf("the cache does not show %s: %v", w.Name, err)
+			}
+			rec.mu.Lock()
+			seen := maps.Clone(rec.seen)
+			rec.mu.Unlock()
+			if diff := cmp.Diff(map[bool]int{tc.gzip: 1}, seen); diff != "" {
+				t.Errorf("watches by whether their answer was gzip-compressed (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -144,7 +144,7 @@ func TestStripTransport(t *testing.T) {
 				_, _ = io.WriteString(w, event)
 			}))
 			defer srv.Close()
-			hc := leanWireClient(srv.Client())
+			hc := leanWireClient(srv.Client(), false)
 			ctx := t.Context()
 			if tc.shape != nil {
 				ctx = context.WithValue(ctx, stripShapeKey{}, tc.shape)
@@ -164,6 +164,49 @@ func TestStripTransport(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, string(got)); diff != "" {
 				t.Errorf("body (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStripTransportAcceptEncoding checks what the cache's requests ask for: no gzip unless
+// WithCompression, an encoding the caller chose kept, and the caller's request left as it was.
+func TestStripTransportAcceptEncoding(t *testing.T) {
+	cases := map[string]struct {
+		compressed bool
+		asked      string // the caller's Accept-Encoding
+		want       string // what reaches the server
+	}{
+		"default":                      {want: "identity"},
+		"with compression":             {compressed: true, want: "gzip"},
+		"caller's choice":              {asked: "br", want: "br"},
+		"caller's choice, compression": {compressed: true, asked: "br", want: "br"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = r.Header.Get("Accept-Encoding")
+				w.WriteHeader(http.StatusOK)
+			}))
+			defer srv.Close()
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.asked != "" {
+				req.Header.Set("Accept-Encoding", tc.asked)
+			}
+			resp, err := leanWireClient(srv.Client(), tc.compressed).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Accept-Encoding at the server (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.asked, req.Header.Get("Accept-Encoding")); diff != "" {
+				t.Errorf("the caller's request changed (-want +got):\n%s", diff)
 			}
 		})
 	}

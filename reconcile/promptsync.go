@@ -67,6 +67,14 @@ type promptCache struct {
 // managedFields are often half of it. A transform of the caller's that wraps LeanCache's sees no
 // managedFields either.
 //
+// Its lists and watches ask the API server for answers without gzip, as kube-controller-manager and
+// kube-scheduler do (they set rest.Config.DisableCompression). Go's HTTP transport asks for gzip
+// unless told otherwise, and the API server then compresses a watch that begins with a list
+// (client-go's informers start that way) and every event it sends after it, each on its own: CPU on
+// both ends that buys nothing next to the API server. An operator that reaches its API server over a
+// slow network keeps gzip with WithCompression (NewCacheWith). The manager's other requests are left
+// as they are (an answer under 128 KiB is never compressed).
+//
 // The cache also remembers the mappings of the RESTMapper it is given (a manager always gives its
 // own): a cache restricted to namespaces (cache.Options.DefaultNamespaces) asks on every read whether
 // the kind is namespaced, and controller-runtime's RESTMapper took longer to answer than the read
@@ -75,6 +83,40 @@ type promptCache struct {
 //
 //	opts := ctrl.Options{NewCache: reconcile.NewCache}
 func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+	return newCache(config, opts, cacheConfig{})
+}
+
+// CacheOption configures the cache NewCacheWith builds.
+type CacheOption func(*cacheConfig)
+
+// cacheConfig holds NewCacheWith's options; its zero value is NewCache's.
+type cacheConfig struct {
+	// compressed: lists and watches accept gzip (WithCompression).
+	compressed bool
+}
+
+// WithCompression makes the cache's lists and watches accept gzip-compressed answers, as client-go
+// does by default, for an operator that reaches its API server over a slow network (from another
+// region, or a management cluster watching remote ones), where bytes cost more than CPU.
+func WithCompression() CacheOption {
+	return func(c *cacheConfig) { c.compressed = true }
+}
+
+// NewCacheWith returns NewCache configured by opts, for manager.Options.NewCache.
+//
+//	opts := ctrl.Options{NewCache: reconcile.NewCacheWith(reconcile.WithCompression())}
+func NewCacheWith(opts ...CacheOption) cache.NewCacheFunc {
+	var cfg cacheConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return func(config *rest.Config, cacheOpts cache.Options) (cache.Cache, error) {
+		return newCache(config, cacheOpts, cfg)
+	}
+}
+
+// newCache is NewCache with cfg.
+func newCache(config *rest.Config, opts cache.Options, cfg cacheConfig) (cache.Cache, error) {
 	if opts.Mapper != nil {
 		opts.Mapper = newMappingMemo(opts.Mapper)
 	}
@@ -85,7 +127,7 @@ func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
 		}
 		opts.HTTPClient = hc
 	}
-	opts.HTTPClient = leanWireClient(opts.HTTPClient)
+	opts.HTTPClient = leanWireClient(opts.HTTPClient, cfg.compressed)
 	opts.NewInformer = leanWireInformers(opts.NewInformer)
 	c, err := cache.New(config, opts)
 	if err != nil {
