@@ -231,6 +231,14 @@ func TestIntegrationNewCacheCompression(t *testing.T) {
 			if err := c.Create(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}
+			// Gone before the test ends: a later test's manager that watches every namespace would
+			// otherwise reconcile it while its namespace is being deleted.
+			t.Cleanup(func() {
+				if err := c.Delete(context.WithoutCancel(t.Context()), w); err != nil && !apierrors.IsNotFound(err) {
+					t.Errorf("delete %s: %v", w.Name, err)
+				}
+				harness.WaitForDeletion(t, c, w, time.Minute)
+			})
 			hc, err := rest.HTTPClientFor(env.Config)
 			if err != nil {
 				t.Fatal(err)
