@@ -87,6 +87,21 @@ func (l decodedLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions
 	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) { l.rec.record(e.Object); return e, true }), nil
 }
 
+// createGone creates w and deletes it before the test ends: a later test's manager that watches
+// every namespace would otherwise reconcile it while its namespace is being deleted.
+func createGone(t *testing.T, c client.Client, w *testapi.Widget) {
+	t.Helper()
+	if err := c.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Delete(context.WithoutCancel(t.Context()), w); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete %s: %v", w.Name, err)
+		}
+		harness.WaitForDeletion(t, c, w, time.Minute)
+	})
+}
+
 // TestIntegrationNewCacheDecodesNoManagedFields: with NewCache, an informer whose transform is
 // LeanCache's never decodes the managedFields of a custom resource (its JSON is stripped on the way
 // in), neither in its initial list nor in the events after it, and the cache holds the object
@@ -117,17 +132,7 @@ func TestIntegrationNewCacheDecodesNoManagedFields(t *testing.T) {
 					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{ownership.LabelOwnerUID: "u"}},
 					Spec:       testapi.WidgetSpec{Data: map[string]string{"k": data}},
 				}
-				if err := c.Create(t.Context(), w); err != nil {
-					t.Fatal(err)
-				}
-				// Gone before the test ends: a later test's manager that watches every namespace
-				// would otherwise reconcile it while its namespace is being deleted.
-				t.Cleanup(func() {
-					if err := c.Delete(context.WithoutCancel(t.Context()), w); err != nil && !apierrors.IsNotFound(err) {
-						t.Errorf("delete %s: %v", w.Name, err)
-					}
-					harness.WaitForDeletion(t, c, w, time.Minute)
-				})
+				createGone(t, c, w)
 				return w
 			}
 			before := create("before", "listed")
@@ -228,17 +233,7 @@ func TestIntegrationNewCacheCompression(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ns := env.Namespace(t)
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
-			if err := c.Create(t.Context(), w); err != nil {
-				t.Fatal(err)
-			}
-			// Gone before the test ends: a later test's manager that watches every namespace would
-			// otherwise reconcile it while its namespace is being deleted.
-			t.Cleanup(func() {
-				if err := c.Delete(context.WithoutCancel(t.Context()), w); err != nil && !apierrors.IsNotFound(err) {
-					t.Errorf("delete %s: %v", w.Name, err)
-				}
-				harness.WaitForDeletion(t, c, w, time.Minute)
-			})
+			createGone(t, c, w)
 			hc, err := rest.HTTPClientFor(env.Config)
 			if err != nil {
 				t.Fatal(err)

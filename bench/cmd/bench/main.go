@@ -52,10 +52,7 @@ var implementations = map[string]bench.Implementation{
 	},
 	"expert": {
 		Name: "expert",
-		Setup: func(mgr manager.Manager) error {
-			r := &expert.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
-			return r.SetupWithManager(mgr)
-		},
+		Setup: setupExpert,
 		Cache: expert.CacheOptions,
 		Description: fmt.Sprintf("bench/expert, written by hand the way experts write controller-runtime code: "+
 			"%d workers (expert.DefaultMaxConcurrentReconciles); controllerutil.CreateOrPatch with mutate functions "+
@@ -108,10 +105,7 @@ var implementations = map[string]bench.Implementation{
 	// (-impl convergo,expert,expert-plain).
 	"expert-plain": {
 		Name: "expert-plain",
-		Setup: func(mgr manager.Manager) error {
-			r := &expert.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
-			return r.SetupWithManager(mgr)
-		},
+		Setup: setupExpert,
 		Cache:       expert.CacheOptions,
 		Config:      func(cfg *rest.Config) { cfg.DisableCompression = true },
 		Description: "bench/expert with responses uncompressed (rest.Config.DisableCompression)",
@@ -135,6 +129,12 @@ var implementations = map[string]bench.Implementation{
 		},
 		Description: "bench/baseline with 4 workers",
 	},
+}
+
+// setupExpert registers bench/expert's reconciler with mgr.
+func setupExpert(mgr manager.Manager) error {
+	r := &expert.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+	return r.SetupWithManager(mgr)
 }
 
 func main() {
