@@ -51,7 +51,7 @@ var implementations = map[string]bench.Implementation{
 			controller.DefaultMaxConcurrentReconciles, controller.DefaultMaxConcurrentDeletions),
 	},
 	"expert": {
-		Name: "expert",
+		Name:  "expert",
 		Setup: setupExpert,
 		Cache: expert.CacheOptions,
 		Description: fmt.Sprintf("bench/expert, written by hand the way experts write controller-runtime code: "+
@@ -104,8 +104,8 @@ var implementations = map[string]bench.Implementation{
 	// as kube-controller-manager sets it), what an expert who knew would add by hand
 	// (-impl convergo,expert,expert-plain).
 	"expert-plain": {
-		Name: "expert-plain",
-		Setup: setupExpert,
+		Name:        "expert-plain",
+		Setup:       setupExpert,
 		Cache:       expert.CacheOptions,
 		Config:      func(cfg *rest.Config) { cfg.DisableCompression = true },
 		Description: "bench/expert with responses uncompressed (rest.Config.DisableCompression)",
