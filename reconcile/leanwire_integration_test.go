@@ -102,6 +102,21 @@ func createGone(t *testing.T, c client.Client, w *testapi.Widget) {
 	})
 }
 
+// startWidgetCache builds a cache with newCache, runs it until the test ends, and returns once its
+// Widget informer has synced.
+func startWidgetCache(t *testing.T, newCache cache.NewCacheFunc, config *rest.Config, opts cache.Options) cache.Cache {
+	t.Helper()
+	cc, err := newCache(config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cc.Start(t.Context()) }()
+	if _, err := cc.GetInformer(t.Context(), &testapi.Widget{}); err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
+
 // TestIntegrationNewCacheDecodesNoManagedFields: with NewCache, an informer whose transform is
 // LeanCache's never decodes the managedFields of a custom resource (its JSON is stripped on the way
 // in), neither in its initial list nor in the events after it, and the cache holds the object
@@ -154,16 +169,8 @@ func TestIntegrationNewCacheDecodesNoManagedFields(t *testing.T) {
 				},
 			}
 			tc.configure(&opts)
-			cc, err := reconcile.NewCache(env.Config, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			go func() { _ = cc.Start(ctx) }()
-			if _, err := cc.GetInformer(ctx, &testapi.Widget{}); err != nil {
-				t.Fatal(err)
-			}
+			cc := startWidgetCache(t, reconcile.NewCache, env.Config, opts)
+			ctx := t.Context()
 			after := create("after", "watched")
 
 			for _, want := range []*testapi.Widget{before, after} {
@@ -244,21 +251,12 @@ func TestIntegrationNewCacheCompression(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cc, err := tc.newCache(env.Config, cache.Options{
+			cc := startWidgetCache(t, tc.newCache, env.Config, cache.Options{
 				Scheme: widgetScheme, Mapper: mapper, HTTPClient: hc,
 				DefaultNamespaces: map[string]cache.Config{ns: {}},
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			go func() { _ = cc.Start(ctx) }()
-			if _, err := cc.GetInformer(ctx, &testapi.Widget{}); err != nil {
-				t.Fatal(err)
-			}
 			var got testapi.Widget
-			if err := cc.Get(ctx, client.ObjectKeyFromObject(w), &got); err != nil {
+			if err := cc.Get(t.Context(), client.ObjectKeyFromObject(w), &got); err != nil {
 				t.Fatalf("the cache does not show %s: %v", w.Name, err)
 			}
 			rec.mu.Lock()
