@@ -187,6 +187,12 @@ type ByHand struct {
 	// ScaledSeconds is the time from the first patch of their replicas until all had the new number
 	// available (0 when they were not scaled).
 	ScaledSeconds float64 `json:"scaledSeconds,omitempty"`
+	// AvailableCPU is the CPU time, in seconds, each component (serverComponents, machineComponent,
+	// processComponent) spent from the first create until all were available; nil without rollout.
+	AvailableCPU map[string]float64 `json:"availableCPU,omitempty"`
+	// ScaledCPU is the same from the first patch of their replicas until all were scaled; nil when
+	// they were not scaled.
+	ScaledCPU map[string]float64 `json:"scaledCPU,omitempty"`
 }
 
 // Row is one line of the comparison: a metric with one value per implementation.
@@ -513,16 +519,18 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString(" Requests are the manager's own, counted client side; \"per CR\" divides by N.\n\n")
 	if r.WarmUp.AvailableSeconds > 0 {
-		fmt.Fprintf(&b, "Warm-up, on the fresh cluster: %d Deployments of one pod, each with a ConfigMap, created by the driver %d at a time "+
+		fmt.Fprintf(&b, "Warm-up, on the fresh cluster: %d Deployments of one pod, each with a ConfigMap and a Service, created by the driver %d at a time "+
 			"with no operator, were all available after %s s.\n\n", r.WarmUp.Deployments, DefaultWorkers, formatValue(r.WarmUp.AvailableSeconds))
 	}
 	if r.Floor != nil && r.Floor.AvailableSeconds > 0 {
 		fmt.Fprintf(&b, "Floor, on the warmed cluster before the first measurement: %d Deployments created the same way were all available "+
 			"after %s s: the cluster's own part of a converge phase of %d Welcomes, which no operator can shorten.\n\n",
 			r.Floor.Deployments, formatValue(r.Floor.AvailableSeconds), r.N)
+		b.WriteString(floorCPU(r.Floor.AvailableCPU, r.N))
 		if r.Floor.ScaledSeconds > 0 {
 			fmt.Fprintf(&b, "Scaled by hand in the same way to the update phase's replicas, they all had them available after %s s: "+
 				"the cluster's own part of an update phase.\n\n", formatValue(r.Floor.ScaledSeconds))
+			b.WriteString(floorCPU(r.Floor.ScaledCPU, r.N))
 		}
 	}
 	if r.WithoutRollout {
@@ -650,6 +658,8 @@ func (r *Report) expertTargets() string {
 	if r.Floor != nil {
 		floors["converge: time until all Ready"] = floorNote{r.Floor.AvailableSeconds, "the same number of Deployments created by hand, all available"}
 		floors["update: time until all Ready"] = floorNote{r.Floor.ScaledSeconds, "those Deployments scaled by hand, all scaled"}
+		floors["converge: kube-apiserver CPU"] = floorNote{perCRMillis(r.Floor.AvailableCPU, "kube-apiserver", r.N), "kube-apiserver while the Deployments created by hand became available"}
+		floors["update: kube-apiserver CPU"] = floorNote{perCRMillis(r.Floor.ScaledCPU, "kube-apiserver", r.N), "kube-apiserver while they were scaled by hand"}
 	}
 	if floor, ok := rows[restartFloorMetric]; ok {
 		floors["restart: time until all reconciled"] = floorNote{floor.Values["convergo"], "a receiver that only lists and watches the same objects whole, and reads each Welcome once, restarted on convergo's objects"}
@@ -675,17 +685,35 @@ func (r *Report) expertTargets() string {
 		ratio := row.Values["convergo"] / row.Values["expert"]
 		fmt.Fprintf(&b, "- %s at most %sx the expert's: convergo %s, expert %s (%s): %s\n", t.metric, formatValue(t.most),
 			formatValue(row.Values["convergo"]), formatValue(row.Values["expert"]), row.Unit, verdictRatio(ratio, t.most))
-		if f := floors[t.metric]; f.seconds > 0 {
-			fmt.Fprintf(&b, "  (floor: %s, in %s s, %sx the expert's)\n", f.what, formatValue(f.seconds), formatValue(f.seconds/row.Values["expert"]))
+		if f := floors[t.metric]; f.value > 0 {
+			fmt.Fprintf(&b, "  (floor: %s, %s %s, %sx the expert's)\n", f.what, formatValue(f.value), row.Unit, formatValue(f.value/row.Values["expert"]))
 		}
 	}
 	return b.String()
 }
 
-// floorNote is a floor's time and what was measured to find it.
+// floorNote is a floor, in the unit of its target's row, and what was measured to find it.
 type floorNote struct {
-	seconds float64
-	what    string
+	value float64
+	what  string
+}
+
+// perCRMillis returns cpu[comp] (seconds) in milliseconds per CR of n; 0 when it was not read.
+func perCRMillis(cpu map[string]float64, comp string, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return cpu[comp] * 1000 / float64(n)
+}
+
+// floorCPU renders what kube-apiserver and the machine spent during a floor measurement, per CR; ""
+// when neither was read.
+func floorCPU(cpu map[string]float64, n int) string {
+	api, machine := perCRMillis(cpu, "kube-apiserver", n), perCRMillis(cpu, machineComponent, n)
+	if api == 0 && machine == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Meanwhile kube-apiserver used %s ms of CPU per CR, the machine %s.\n\n", formatValue(api), formatValue(machine))
 }
 
 // verdictRatio renders an achieved ratio against its bound.

@@ -600,14 +600,16 @@ func TestExpertTargets(t *testing.T) {
 	if strings.Contains(md, "(floor:") {
 		t.Errorf("floors without a floor measured:\n%s", md[strings.Index(md, "## Targets"):])
 	}
-	r.Floor = &ByHand{Deployments: 10, AvailableSeconds: 3, ScaledSeconds: 0.5}
+	r.Floor = &ByHand{Deployments: 10, AvailableSeconds: 3, ScaledSeconds: 0.5, AvailableCPU: map[string]float64{"kube-apiserver": 0.5}}
 	md = r.Markdown()
 	for _, want := range []string{
+		"- converge: kube-apiserver CPU at most 0.90x the expert's: convergo 80, expert 120 (ms per CR): 0.67x, met\n" +
+			"  (floor: kube-apiserver while the Deployments created by hand became available, 50 ms per CR, 0.42x the expert's)\n",
 		"- converge: time until all Ready at most 0.90x the expert's: convergo 2, expert 4 (s): 0.50x, met\n" +
-			"  (floor: the same number of Deployments created by hand, all available, in 3 s, 0.75x the expert's)\n" +
+			"  (floor: the same number of Deployments created by hand, all available, 3 s, 0.75x the expert's)\n" +
 			"- converge: kube-apiserver CPU",
 		"- update: time until all Ready at most 0.90x the expert's: convergo 1, expert 1 (s): 1x, NOT met\n" +
-			"  (floor: those Deployments scaled by hand, all scaled, in 0.50 s, 0.50x the expert's)\n",
+			"  (floor: those Deployments scaled by hand, all scaled, 0.50 s, 0.50x the expert's)\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md[strings.Index(md, "## Targets"):])
@@ -682,7 +684,7 @@ func TestMarkdownByHand(t *testing.T) {
 	}{
 		"warm-up only": {
 			warmUp:  ByHand{Deployments: 10, AvailableSeconds: 3.5},
-			want:    []string{"Warm-up, on the fresh cluster: 10 Deployments of one pod, each with a ConfigMap, created by the driver 16 at a time with no operator, were all available after 3.50 s."},
+			want:    []string{"Warm-up, on the fresh cluster: 10 Deployments of one pod, each with a ConfigMap and a Service, created by the driver 16 at a time with no operator, were all available after 3.50 s."},
 			notWant: []string{"Floor"},
 		},
 		"warm-up and floor": {
@@ -698,7 +700,16 @@ func TestMarkdownByHand(t *testing.T) {
 			want: []string{"were all available after 2.25 s", "Scaled by hand in the same way to the update phase's replicas, they all had them " +
 				"available after 1.50 s: the cluster's own part of an update phase."},
 		},
-		"without rollout": {warmUp: ByHand{Deployments: 10}, floor: &ByHand{Deployments: 10}, notWant: []string{"Warm-up", "Floor", "Scaled"}},
+		"floor with CPU": {
+			warmUp: ByHand{Deployments: 10, AvailableSeconds: 3.5},
+			floor: &ByHand{Deployments: 10, AvailableSeconds: 2.25, ScaledSeconds: 1.5,
+				AvailableCPU: map[string]float64{"kube-apiserver": 0.5, machineComponent: 1.25},
+				ScaledCPU:    map[string]float64{"kube-apiserver": 0.25}},
+			want: []string{"the cluster's own part of a converge phase of 10 Welcomes, which no operator can shorten.\n\n" +
+				"Meanwhile kube-apiserver used 50 ms of CPU per CR, the machine 125.\n\n",
+				"the cluster's own part of an update phase.\n\nMeanwhile kube-apiserver used 25 ms of CPU per CR, the machine 0.\n\n"},
+		},
+		"without rollout": {warmUp: ByHand{Deployments: 10}, floor: &ByHand{Deployments: 10}, notWant: []string{"Warm-up", "Floor", "Scaled", "Meanwhile"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -742,7 +753,7 @@ func TestRestartFloor(t *testing.T) {
 			},
 			want: []string{"| restart floor: time until all reconciled by a receiver (s) | 0.30 | 0.20 | 1.50 |",
 				"- restart: time until all reconciled at most 0.50x the expert's: convergo 0.50, expert 0.40 (s): 1.25x, NOT met\n" +
-					"  (floor: a receiver that only lists and watches the same objects whole, and reads each Welcome once, restarted on convergo's objects, in 0.30 s, 0.75x the expert's)\n"},
+					"  (floor: a receiver that only lists and watches the same objects whole, and reads each Welcome once, restarted on convergo's objects, 0.30 s, 0.75x the expert's)\n"},
 		},
 		"not measured": {floors: []*Phase{nil, nil}, notWant: []string{"restart floor"}},
 	}

@@ -862,6 +862,11 @@ func (r *run) waitFor(ctx context.Context, log logr.Logger, what string, every t
 // whole machine (machineComponent); a component it cannot read is left out (a cluster without process
 // access, a component restarted by a fault, a machine without /proc/stat).
 func (r *run) serverCPU() map[string]time.Duration {
+	return serverCPU(r.env)
+}
+
+// serverCPU is run.serverCPU for the cluster of env.
+func serverCPU(env *harness.Env) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	if d, err := processCPU(); err == nil {
 		out[processComponent] = d
@@ -869,7 +874,7 @@ func (r *run) serverCPU() map[string]time.Duration {
 	if d, err := cluster.MachineCPUTime(); err == nil {
 		out[machineComponent] = d
 	}
-	c := r.env.Cluster()
+	c := env.Cluster()
 	if c == nil {
 		return out
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,9 @@ import (
 
 // maxWarmUpBatch bounds the Welcomes warmUp creates.
 const maxWarmUpBatch = 100
+
+// floorPort is the port of the pods and Services byHand makes: the Welcome's default.
+const floorPort = 8088
 
 // warmUp readies the fresh cluster for fair measurements, with no operator running, so that neither
 // implementation pays for a cold cluster. The garbage collector learns about new kinds (the Welcome
@@ -38,8 +42,8 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 	return res, nil
 }
 
-// byHand creates, in the new namespace ns, batch Welcomes each owning a ConfigMap and a one-pod
-// Deployment made by the driver (16 at a time, as the driver's phases create), with no operator
+// byHand creates, in the new namespace ns, batch Welcomes each owning a ConfigMap, a one-pod
+// Deployment and a Service in front of its pod made by the driver (16 at a time, as the driver's phases create), with no operator
 // running; waits until every Deployment is available (the deployment controller, scheduler and kwok at
 // work); deletes the Welcomes and waits until the garbage collector has removed every child, ReplicaSet
 // and Pod, and until its namespace is gone, so that none of its work is left for the measurements. Without
@@ -52,7 +56,9 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 // It returns how many Deployments it made, how long after their creation began they were all
 // available (0 without rollout), and how long after the first patch they were all scaled: what the
 // cluster takes to roll out that many Deployments created at once, and to scale them, with no operator
-// in between.
+// in between; and the CPU each component of the cluster and the machine spent meanwhile, read at
+// those two moments (work the cluster does after them, such as the last EndpointSlice updates, is
+// left out, so the figures are at most what the cluster's own part costs).
 func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, timeout time.Duration, rollout bool, scaleTo int32) (ByHand, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -67,7 +73,7 @@ func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, 
 	for i := range names {
 		names[i] = fmt.Sprintf("by-hand-%04d", i)
 	}
-	start := time.Now()
+	cpuBefore, start := serverCPU(env), time.Now()
 	// As many concurrent creates as the driver's phases make.
 	if err := forEachName(ctx, DefaultWorkers, names, func(name string) error {
 		return warmUpObjects(ctx, env, ns.Name, name, labels)
@@ -79,20 +85,23 @@ func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, 
 			return res, err
 		}
 		res.AvailableSeconds = time.Since(start).Seconds()
+		res.AvailableCPU = cpuSince(cpuBefore, serverCPU(env))
 	}
 	if rollout && scaleTo > 0 {
+		cpuBefore := serverCPU(env)
 		scaled, err := scale(ctx, c, ns.Name, names, scaleTo)
 		if err != nil {
 			return res, err
 		}
 		res.ScaledSeconds = scaled
+		res.ScaledCPU = cpuSince(cpuBefore, serverCPU(env))
 	}
 	for _, name := range names {
 		if err := c.Delete(ctx, &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name}}); err != nil {
 			return res, fmt.Errorf("delete welcome %s: %w", name, err)
 		}
 	}
-	lists := []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}}
+	lists := []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}}
 	if err := waitEmpty(ctx, c, lists, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
 		return res, err
 	}
@@ -148,7 +157,8 @@ func waitAvailable(ctx context.Context, c client.Client, ns string, n int, repli
 	return nil
 }
 
-// warmUpObjects creates a Welcome and, owned by it, a ConfigMap and a one-pod Deployment.
+// warmUpObjects creates a Welcome and, owned by it, a ConfigMap, a one-pod Deployment and a Service
+// that routes to the pod's named port, as the Welcome's children do.
 func warmUpObjects(ctx context.Context, env *harness.Env, ns, name string, labels map[string]string) error {
 	c := env.Client
 	owner := &v1alpha1.Welcome{
@@ -167,11 +177,22 @@ func warmUpObjects(ctx context.Context, env *harness.Env, ns, name string, label
 			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: v1alpha1.DefaultImage}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name:  "web",
+					Image: v1alpha1.DefaultImage,
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: floorPort}},
+				}}},
 			},
 		},
 	}
-	for _, child := range []client.Object{cm, dep} {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: corev1.ServiceSpec{
+			Selector: podLabels,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: floorPort, TargetPort: intstr.FromString("http")}},
+		},
+	}
+	for _, child := range []client.Object{cm, dep, svc} {
 		if err := controllerutil.SetControllerReference(owner, child, env.Scheme); err != nil {
 			return err
 		}
