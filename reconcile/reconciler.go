@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -132,6 +134,22 @@ type extraWatch struct {
 	obj     client.Object
 	handler handler.EventHandler
 	opts    []builder.WatchesOption
+}
+
+// cached returns the object whose informer the builder makes for w: a metav1.PartialObjectMetadata of
+// w's kind for a metadata-only watch (builder.OnlyMetadata), else w's object; false when w's kind is
+// not in scheme (the builder reports that).
+func (w extraWatch) cached(scheme *runtime.Scheme) (client.Object, bool) {
+	if !slices.ContainsFunc(w.opts, func(o builder.WatchesOption) bool { return o == builder.OnlyMetadata }) {
+		return w.obj, true
+	}
+	gvk, err := apiutil.GVKForObject(w.obj, scheme)
+	if err != nil {
+		return nil, false
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(gvk)
+	return meta, true
 }
 
 // WithWatches adds a watch on objects that are not children, such as a Secret the spec refers to:
@@ -459,8 +477,8 @@ func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 // the tracking labels every child carries
 // (ownership.EnqueueTrackedOwner), which covers children with an owner reference as well as
 // cluster-scoped and cross-namespace ones. With the manager's cache built by NewCache, the informers
-// of T and of every WithOwns type start with the manager and list at the same time, also before a
-// field index's informer has synced.
+// of T, of every WithOwns type and of every WithWatches watch start with the manager and list at the
+// same time, also before a field index's informer has synced.
 func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if r.initErr != nil {
 		return r.initErr
@@ -483,7 +501,13 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 		WithOptions(opts).
 		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
 		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.known.observer(r.gvk.GroupKind())))
-	r.cache.startEarly(context.Background(), append([]client.Object{r.newObj()}, r.owns...)...)
+	early := append([]client.Object{r.newObj()}, r.owns...)
+	for _, w := range r.watches {
+		if obj, ok := w.cached(r.scheme); ok {
+			early = append(early, obj)
+		}
+	}
+	r.cache.startEarly(context.Background(), early...)
 	r.mu.Lock()
 	for _, o := range r.owns {
 		gvk, _ := apiutil.GVKForObject(o, r.scheme)
