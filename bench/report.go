@@ -519,7 +519,7 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString(" Requests are the manager's own, counted client side; \"per CR\" divides by N.\n\n")
 	if r.WarmUp.AvailableSeconds > 0 {
-		fmt.Fprintf(&b, "Warm-up, on the fresh cluster: %d Deployments of one pod, each with a ConfigMap and a Service, created by the driver %d at a time "+
+		fmt.Fprintf(&b, "Warm-up, on the fresh cluster: %d Deployments of one pod, each with a ConfigMap, created by the driver %d at a time "+
 			"with no operator, were all available after %s s.\n\n", r.WarmUp.Deployments, DefaultWorkers, formatValue(r.WarmUp.AvailableSeconds))
 	}
 	if r.Floor != nil && r.Floor.AvailableSeconds > 0 {

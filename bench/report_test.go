@@ -684,7 +684,7 @@ func TestMarkdownByHand(t *testing.T) {
 	}{
 		"warm-up only": {
 			warmUp:  ByHand{Deployments: 10, AvailableSeconds: 3.5},
-			want:    []string{"Warm-up, on the fresh cluster: 10 Deployments of one pod, each with a ConfigMap and a Service, created by the driver 16 at a time with no operator, were all available after 3.50 s."},
+			want:    []string{"Warm-up, on the fresh cluster: 10 Deployments of one pod, each with a ConfigMap, created by the driver 16 at a time with no operator, were all available after 3.50 s."},
 			notWant: []string{"Floor"},
 		},
 		"warm-up and floor": {

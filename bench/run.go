@@ -177,8 +177,8 @@ func WithQuietPeriod(d time.Duration) Option { return func(c *config) { c.quiet 
 
 // WithFloor has the bench measure what operators cannot shorten:
 //   - once warmed up and before the first measurement, it rolls out N Deployments by hand as the
-//     warm-up does (each owned by a Welcome, with a ConfigMap and a Service, created 16 at a time, no
-//     operator running) and reports when all were available, then scales them to the update phase's
+//     warm-up does (each owned by a Welcome, with a ConfigMap, created 16 at a time, no operator
+//     running) and reports when all were available, then scales them to the update phase's
 //     replicas and reports when all were scaled (Report.Floor): the cluster's own part of a converge
 //     and of an update phase, its time and the CPU spent until then (not WithoutRollout);
 //   - after each restart phase, it restarts a receiver on the implementation's objects, a manager that

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,9 +22,6 @@ import (
 
 // maxWarmUpBatch bounds the Welcomes warmUp creates.
 const maxWarmUpBatch = 100
-
-// floorPort is the port of the pods and Services byHand makes: the Welcome's default.
-const floorPort = 8088
 
 // warmUp readies the fresh cluster for fair measurements, with no operator running, so that neither
 // implementation pays for a cold cluster. The garbage collector learns about new kinds (the Welcome
@@ -42,8 +38,8 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 	return res, nil
 }
 
-// byHand creates, in the new namespace ns, batch Welcomes each owning a ConfigMap, a one-pod
-// Deployment and a Service in front of its pod made by the driver (16 at a time, as the driver's phases create), with no operator
+// byHand creates, in the new namespace ns, batch Welcomes each owning a ConfigMap and a one-pod
+// Deployment made by the driver (16 at a time, as the driver's phases create), with no operator
 // running; waits until every Deployment is available (the deployment controller, scheduler and kwok at
 // work); deletes the Welcomes and waits until the garbage collector has removed every child, ReplicaSet
 // and Pod, and until its namespace is gone, so that none of its work is left for the measurements. Without
@@ -57,8 +53,8 @@ func warmUp(ctx context.Context, env *harness.Env, batch int, timeout time.Durat
 // available (0 without rollout), and how long after the first patch they were all scaled: what the
 // cluster takes to roll out that many Deployments created at once, and to scale them, with no operator
 // in between; and the CPU each component of the cluster and the machine spent meanwhile, read at
-// those two moments (work the cluster does after them, such as the last EndpointSlice updates, is
-// left out, so the figures are at most what the cluster's own part costs).
+// those two moments (no Service, and work the cluster does after them left out, so the figures are
+// at most what the cluster's own part costs).
 func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, timeout time.Duration, rollout bool, scaleTo int32) (ByHand, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -101,7 +97,7 @@ func byHand(ctx context.Context, env *harness.Env, namespace string, batch int, 
 			return res, fmt.Errorf("delete welcome %s: %w", name, err)
 		}
 	}
-	lists := []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}}
+	lists := []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}}
 	if err := waitEmpty(ctx, c, lists, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
 		return res, err
 	}
@@ -157,8 +153,7 @@ func waitAvailable(ctx context.Context, c client.Client, ns string, n int, repli
 	return nil
 }
 
-// warmUpObjects creates a Welcome and, owned by it, a ConfigMap, a one-pod Deployment and a Service
-// that routes to the pod's named port, as the Welcome's children do.
+// warmUpObjects creates a Welcome and, owned by it, a ConfigMap and a one-pod Deployment.
 func warmUpObjects(ctx context.Context, env *harness.Env, ns, name string, labels map[string]string) error {
 	c := env.Client
 	owner := &v1alpha1.Welcome{
@@ -177,22 +172,11 @@ func warmUpObjects(ctx context.Context, env *harness.Env, ns, name string, label
 			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:  "web",
-					Image: v1alpha1.DefaultImage,
-					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: floorPort}},
-				}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: v1alpha1.DefaultImage}}},
 			},
 		},
 	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-		Spec: corev1.ServiceSpec{
-			Selector: podLabels,
-			Ports:    []corev1.ServicePort{{Name: "http", Port: floorPort, TargetPort: intstr.FromString("http")}},
-		},
-	}
-	for _, child := range []client.Object{cm, dep, svc} {
+	for _, child := range []client.Object{cm, dep} {
 		if err := controllerutil.SetControllerReference(owner, child, env.Scheme); err != nil {
 			return err
 		}
