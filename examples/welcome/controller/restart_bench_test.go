@@ -48,20 +48,21 @@ func BenchmarkRestart(b *testing.B) {
 	}
 	// One manager converges them: children created, Deployments reported available, Welcomes Ready.
 	stop := startWelcomes(b, env, nil)
-	for i := range restartWelcomes {
-		key := client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("w-%03d", i)}
+	for _, w := range welcomes {
+		key := client.ObjectKeyFromObject(w)
 		harness.WaitForObject(b, env.Client, key, &appsv1.Deployment{}, timeout, nil)
 		optest.MarkDeploymentAvailable(b, env.Client, key)
 	}
-	for i := range restartWelcomes {
-		key := client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("w-%03d", i)}
-		harness.WaitForObject(b, env.Client, key, &v1alpha1.Welcome{}, timeout, conditionsAre(ready))
+	for _, w := range welcomes {
+		harness.WaitForObject(b, env.Client, client.ObjectKeyFromObject(w), &v1alpha1.Welcome{}, timeout, conditionsAre(ready))
 	}
 	stop()
 	b.ResetTimer()
-	firstReconcile, lastReconcile = 0, 0
+	var firstReconcile, lastReconcile time.Duration
 	for b.Loop() {
-		restart(b, env)
+		first, last := restart(b, env)
+		firstReconcile += first
+		lastReconcile += last
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(firstReconcile.Milliseconds())/float64(b.N), "ms-first")
@@ -79,18 +80,15 @@ func BenchmarkRestart(b *testing.B) {
 	}
 }
 
-var firstReconcile, lastReconcile time.Duration
-
 // restart runs a new Welcome manager until it has reconciled restartWelcomes Welcomes without error,
-// then stops it.
-func restart(b *testing.B, env *harness.Env) {
+// then stops it. It returns how long after the start the first reconcile began and the last ended.
+func restart(b *testing.B, env *harness.Env) (first, last time.Duration) {
 	b.Helper()
-	var finished atomic.Int64
-	var first atomic.Int64
+	var finished, firstAt atomic.Int64
 	begin := time.Now()
 	all := make(chan struct{})
 	stop := startWelcomes(b, env, func(context.Context, ctrl.Request) func(ctrl.Result, error) {
-		first.CompareAndSwap(0, int64(time.Since(begin)))
+		firstAt.CompareAndSwap(0, int64(time.Since(begin)))
 		return func(_ ctrl.Result, err error) {
 			if err == nil && finished.Add(1) == restartWelcomes {
 				close(all)
@@ -100,11 +98,11 @@ func restart(b *testing.B, env *harness.Env) {
 	defer stop()
 	select {
 	case <-all:
-		firstReconcile += time.Duration(first.Load())
-		lastReconcile += time.Since(begin)
+		return time.Duration(firstAt.Load()), time.Since(begin)
 	case <-time.After(timeout):
 		b.Fatalf("%d of %d Welcomes reconciled within %s", finished.Load(), restartWelcomes, timeout)
 	}
+	return 0, 0
 }
 
 // startWelcomes starts a Welcome manager as the example's main sets it up, with observe (if not nil)
