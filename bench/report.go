@@ -688,8 +688,30 @@ func (r *Report) expertTargets() string {
 		if f := floors[t.metric]; f.value > 0 {
 			fmt.Fprintf(&b, "  (floor: %s, %s %s, %sx the expert's)\n", f.what, formatValue(f.value), row.Unit, formatValue(f.value/row.Values["expert"]))
 		}
+		if phase, ok := strings.CutSuffix(t.metric, ": time until all Ready"); ok {
+			b.WriteString(freeManagerBound(rows, phase))
+		}
 	}
 	return b.String()
+}
+
+// freeManagerBound renders, for a phase whose time target is against the expert, what the rest of the
+// machine spent in the expert's phase: its machine CPU less the bench process's (the expert's manager
+// and the driver), as a ratio of the whole. That is less than what a manager that cost nothing and sent
+// the expert's requests would leave, since the driver's part stays. While the phase keeps the
+// machine's cores busy, time follows the machine's CPU, so the ratio is about the least time such an
+// operator could take. "" when the machine's CPU or the process's was not read.
+func freeManagerBound(rows map[string]Row, phase string) string {
+	total := rows[phase+": "+machineComponent+" CPU"].Values["expert"]
+	own := rows[phase+": "+processComponent+" CPU"].Values["expert"]
+	if total == 0 || own == 0 {
+		return ""
+	}
+	busy := rows[phase+": CPU in use"]
+	return fmt.Sprintf("  (bound: less the bench process's CPU (the expert's manager and the driver), the expert's %s spent %s ms per CR of the machine's %s, %sx;"+
+		" with %s cores in use for the expert and %s for convergo, time follows CPU, so even a manager that cost nothing and sent the expert's requests would take about %sx the expert's time)\n",
+		phase, formatValue(total-own), formatValue(total), formatValue((total-own)/total),
+		formatValue(busy.Values["expert"]), formatValue(busy.Values["convergo"]), formatValue((total-own)/total))
 }
 
 // floorNote is a floor, in the unit of its target's row, and what was measured to find it.

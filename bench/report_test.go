@@ -615,6 +615,22 @@ func TestExpertTargets(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, md[strings.Index(md, "## Targets"):])
 		}
 	}
+	r.Results[0].Update.ServerCPUSeconds = map[string]float64{"machine": 6, "manager process": 1}
+	r.Results[1].Update.ServerCPUSeconds = map[string]float64{"machine": 5, "manager process": 0.5}
+	r.Results[0].Update.BusyCores, r.Results[1].Update.BusyCores = 2, 1.9
+	md = r.Markdown()
+	for _, want := range []string{
+		"  (floor: those Deployments scaled by hand, all scaled, 0.50 s, 0.50x the expert's)\n" +
+			"  (bound: less the bench process's CPU (the expert's manager and the driver), the expert's update spent 450 ms per CR of the machine's 500, 0.90x;" +
+			" with 1.90 cores in use for the expert and 2 for convergo, time follows CPU, so even a manager that cost nothing and sent the expert's requests would take about 0.90x the expert's time)\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md[strings.Index(md, "## Targets"):])
+		}
+	}
+	if strings.Contains(md, "the expert's converge spent") {
+		t.Errorf("a bound for converge, whose manager CPU was not read:\n%s", md[strings.Index(md, "## Targets"):])
+	}
 	if md := sampleReport().Markdown(); strings.Contains(md, "the expert's") {
 		t.Errorf("targets against the expert without an expert run:\n%s", md)
 	}
