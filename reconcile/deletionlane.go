@@ -2,7 +2,11 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 // A deletion pass is mostly round trips to the API server, one after the other: a layer of children,
@@ -47,4 +51,19 @@ func (g *workerGate) enter(ctx context.Context, deleting bool) (release func(), 
 	case <-ctx.Done():
 		return nil, true, fmt.Errorf("wait for a reconcile place: %w", ctx.Err())
 	}
+}
+
+// notEnteredRequeue is how soon a reconcile whose wait for a place was canceled asks to run again.
+const notEnteredRequeue = time.Second
+
+// notEntered is what Reconcile returns when it could not take a place (err from enter). A canceled
+// context means the manager is stopping: the reconcile asks to run again rather than fail, so no
+// error is logged for every worker waiting at a stop (the stopped queue drops the request; a caller of
+// Reconcile still learns the object was not reconciled). Any other end, such as controller-runtime's
+// ReconciliationTimeout, is an error.
+func notEntered(err error) (ctrl.Result, error) {
+	if errors.Is(err, context.Canceled) {
+		return ctrl.Result{RequeueAfter: notEnteredRequeue}, nil
+	}
+	return ctrl.Result{}, err
 }

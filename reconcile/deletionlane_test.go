@@ -2,9 +2,12 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 // TestWorkerGate: each lane lets in as many reconciles as it has places, whatever the other lane
@@ -76,5 +79,53 @@ func TestWorkerGateWaits(t *testing.T) {
 	release()
 	if err := <-entered; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWorkerGateNotEntered: a reconcile waiting at a full lane when its context ends asks to run again
+// if the context was canceled (the manager stopping), and fails if it timed out.
+func TestWorkerGateNotEntered(t *testing.T) {
+	cases := map[string]struct {
+		ctx     func(context.Context) (context.Context, context.CancelFunc)
+		want    ctrl.Result
+		wantErr error
+	}{
+		"canceled": {
+			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(ctx)
+				cancel()
+				return ctx, cancel
+			},
+			want: ctrl.Result{RequeueAfter: notEnteredRequeue},
+		},
+		"timed out": {
+			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, time.Millisecond)
+			},
+			wantErr: context.DeadlineExceeded,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := newWorkerGate(1, 1)
+			release, _, err := g.enter(t.Context(), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer release()
+			ctx, cancel := tc.ctx(t.Context())
+			defer cancel()
+			_, waited, err := g.enter(ctx, false)
+			if !waited {
+				t.Error("entered a full lane without waiting")
+			}
+			got, err := notEntered(err)
+			if !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+				t.Errorf("error %v, want %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

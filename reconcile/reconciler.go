@@ -581,7 +581,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	release, waited, err := r.gate.enter(ctx, obj.GetDeletionTimestamp() != nil)
 	if err != nil {
-		return ctrl.Result{}, err
+		return notEntered(err)
 	}
 	defer release()
 	if waited { // read again: the object may have changed meanwhile
