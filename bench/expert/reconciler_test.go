@@ -91,11 +91,13 @@ func TestSameChildrenAsBaseline(t *testing.T) {
 			want := childrenOf(t, spec, func(c client.Client, s *runtime.Scheme) reconcileFunc {
 				return (&baseline.Reconciler{Client: c, Scheme: s}).Reconcile
 			})
-			got := childrenOf(t, spec, func(c client.Client, s *runtime.Scheme) reconcileFunc {
-				return (&Reconciler{Client: c, Scheme: s}).Reconcile
-			})
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("children (-baseline +expert):\n%s", diff)
+			for _, ssa := range []bool{false, true} {
+				got := childrenOf(t, spec, func(c client.Client, s *runtime.Scheme) reconcileFunc {
+					return (&Reconciler{Client: c, Scheme: s, ServerSideApply: ssa}).Reconcile
+				})
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("children, ServerSideApply %v (-baseline +expert):\n%s", ssa, diff)
+				}
 			}
 		})
 	}
@@ -285,16 +287,19 @@ func TestCacheOptions(t *testing.T) {
 
 // startExpert starts a manager running the expert with its cache options; its requests go through
 // cfg (the environment's admin config when nil).
-func startExpert(t *testing.T, env *harness.Env, cfg *rest.Config) {
+func startExpert(t *testing.T, env *harness.Env, cfg *rest.Config, opts ...func(*Reconciler)) {
 	t.Helper()
-	opts := []harness.ManagerOption{harness.WithManagerOptions(func(o *manager.Options) { CacheOptions(&o.Cache) })}
+	mopts := []harness.ManagerOption{harness.WithManagerOptions(func(o *manager.Options) { CacheOptions(&o.Cache) })}
 	if cfg != nil {
-		opts = append(opts, harness.WithManagerConfig(cfg))
+		mopts = append(mopts, harness.WithManagerConfig(cfg))
 	}
 	env.StartManager(t, func(mgr manager.Manager) error {
 		r := &Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+		for _, opt := range opts {
+			opt(r)
+		}
 		return r.SetupWithManager(mgr)
-	}, opts...)
+	}, mopts...)
 }
 
 func createWelcome(t *testing.T, env *harness.Env, ns, name string, spec v1alpha1.WelcomeSpec) *v1alpha1.Welcome {
@@ -788,5 +793,85 @@ func TestSpecChangePatchesOnlyWhatChanged(t *testing.T) {
 				t.Errorf("fields patched (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestServerSideApply checks the expert's ServerSideApply mode on the real API server: it writes the
+// children with server-side applies owned by ControllerName, never a create; a reconcile that changes
+// nothing writes nothing; a spec change applies only the child it shows in, and the status.
+func TestServerSideApply(t *testing.T) {
+	env := harness.Default()
+	ns := env.Namespace(t)
+	counter := harness.NewRequestCounter()
+	startExpert(t, env, counter.Wrap(env.Config), func(r *Reconciler) { r.ServerSideApply = true })
+	w := converge(t, env, ns, v1alpha1.WelcomeSpec{Name: "Alice"})
+	key := client.ObjectKeyFromObject(w)
+	waitQuiet(t, counter)
+
+	writes := func() []string {
+		var out []string
+		for _, r := range counter.Snapshot().InNamespace(ns).Filter(harness.Request.IsWrite) {
+			out = append(out, r.Verb+" "+r.FullResource())
+		}
+		sort.Strings(out)
+		return slices.Compact(out)
+	}
+	if diff := cmp.Diff([]string{"patch configmaps", "patch deployments", "patch services", "patch welcomes/status"}, writes()); diff != "" {
+		t.Errorf("kinds of writes to converge (-want +got):\n%s", diff)
+	}
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
+		if err := env.Client.Get(t.Context(), key, obj); err != nil {
+			t.Fatal(err)
+		}
+		var managers []string
+		for _, m := range obj.GetManagedFields() {
+			if m.Subresource == "" {
+				managers = append(managers, m.Manager+" "+string(m.Operation))
+			}
+		}
+		if diff := cmp.Diff([]string{ControllerName + " Apply"}, managers); diff != "" {
+			t.Errorf("%T managers (-want +got):\n%s", obj, diff)
+		}
+	}
+
+	steps := []struct {
+		name   string
+		change func(t *testing.T)
+		want   []string
+	}{
+		{
+			name: "label added to the deployment by someone else",
+			change: func(t *testing.T) {
+				mergePatch(t, env.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}, `{"metadata":{"labels":{"example.com/team":"web"}}}`)
+			},
+		},
+		{
+			name: "replicas",
+			change: func(t *testing.T) {
+				mergePatch(t, env.Client, &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}, `{"spec":{"replicas":2}}`)
+			},
+			want: []string{"patch deployments", "patch welcomes/status"},
+		},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			counter.Reset()
+			before := reconcileCount(t)
+			step.change(t)
+			waitForReconciles(t, before+1)
+			waitQuiet(t, counter)
+			// The label's patch is the test's own (not in the manager's counter).
+			if diff := cmp.Diff(step.want, writes()); diff != "" {
+				t.Errorf("kinds of writes (-want +got):\n%s", diff)
+			}
+		})
+	}
+	dep := &appsv1.Deployment{}
+	if err := env.Client.Get(t.Context(), key, dep); err != nil {
+		t.Fatal(err)
+	}
+	got := []any{ptr.Deref(dep.Spec.Replicas, 0), dep.Labels["example.com/team"]}
+	if diff := cmp.Diff([]any{int32(2), "web"}, got); diff != "" {
+		t.Errorf("deployment replicas and the label someone else added (-want +got):\n%s", diff)
 	}
 }

@@ -110,6 +110,19 @@ var implementations = map[string]bench.Implementation{
 		Config:      func(cfg *rest.Config) { cfg.DisableCompression = true },
 		Description: "bench/expert with responses uncompressed (rest.Config.DisableCompression)",
 	},
+	// Not measured by default: the expert writing its children with server-side applies instead of
+	// creates and merge patches, deciding when to write as the expert does, to tell the price of
+	// server-side apply, on which Convergo rests, from the rest of Convergo's figures
+	// (-impl convergo,expert,expert-apply).
+	"expert-apply": {
+		Name: "expert-apply",
+		Setup: func(mgr manager.Manager) error {
+			r := &expert.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ServerSideApply: true}
+			return r.SetupWithManager(mgr)
+		},
+		Cache:       expert.CacheOptions,
+		Description: "bench/expert writing each child that needs a write with a forced server-side apply of the whole child it owns (expert.Reconciler.ServerSideApply), instead of a create or merge patch",
+	},
 	// Not measured by default: Convergo's operator with whole child caches (reconcile.LeanCache instead
 	// of SlimCache), to show what slim caches change (-impl convergo,expert,convergo-lean).
 	"convergo-lean": {
@@ -172,7 +185,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.restarts, "restarts", bench.DefaultRestarts, "how many times each round restarts each manager, one after the other (and the receiver after each, with -floor); the round's restart figures are the medians")
 	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
 	fs.StringVar(&f.impls, "impl", defaultImplementations, "comma-separated implementations to measure, in order: convergo, expert (hand-written by an expert; "+
-		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), convergo-lean (whole child caches), convergo-gzip (cache's lists and watches gzip-compressed), expert-plain (the expert with responses uncompressed)")
+		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), convergo-lean (whole child caches), convergo-gzip (cache's lists and watches gzip-compressed), expert-plain (the expert with responses uncompressed), expert-apply (the expert writing with server-side applies)")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the markdown table")
 	fs.StringVar(&f.out, "out", "", "directory to write <date>-n<N>.md and <date>-n<N>.json to (e.g. bench/results); nothing is written without it")
 	fs.DurationVar(&f.timeout, "timeout", bench.DefaultPhaseTimeout, "how long each phase may take")
