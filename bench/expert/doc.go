@@ -22,6 +22,10 @@
 //     finalizer, no events;
 //   - DefaultMaxConcurrentReconciles (4) workers, and a cache without managedFields (CacheOptions).
 //
+// With Reconciler.ServerSideApply it decides when to write in the same way but writes each such child
+// with a forced server-side apply of the whole child it owns: the bench's expert-apply, which prices
+// that write form against the expert's.
+//
 // Register it with a manager whose scheme holds the client-go and Welcome types:
 //
 //	opts := ctrl.Options{Scheme: scheme}
