@@ -243,41 +243,53 @@ func (r *Reconciler) createOrPatch(ctx context.Context, w *v1alpha1.Welcome, kin
 // with w as its controller, and leaves in child what the API server returned.
 func (r *Reconciler) applyIfChanged(ctx context.Context, w *v1alpha1.Welcome, kind string, child client.Object, mutate func(client.Object)) error {
 	key := client.ObjectKeyFromObject(child)
+	applied, err := r.apply(ctx, w, child, mutate)
+	if err != nil {
+		return fmt.Errorf("apply %s %s: %w", kind, key, err)
+	}
+	if applied {
+		logf.FromContext(ctx).V(1).Info("child applied", "kind", kind, "name", key.Name)
+	}
+	return nil
+}
+
+// apply is applyIfChanged without the error's context; it reports whether it wrote.
+func (r *Reconciler) apply(ctx context.Context, w *v1alpha1.Welcome, child client.Object, mutate func(client.Object)) (bool, error) {
+	key := client.ObjectKeyFromObject(child)
 	switch err := r.Client.Get(ctx, key, child); {
 	case err == nil:
 		before := child.DeepCopyObject()
 		mutate(child)
 		if err := controllerutil.SetControllerReference(w, child, r.Scheme); err != nil {
-			return fmt.Errorf("apply %s %s: %w", kind, key, err)
+			return false, err
 		}
 		if equality.Semantic.DeepEqual(before, child) {
-			return nil
+			return false, nil
 		}
 	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("apply %s %s: %w", kind, key, err)
+		return false, err
 	}
 	desired := reflect.New(reflect.TypeOf(child).Elem()).Interface().(client.Object)
 	desired.SetName(key.Name)
 	desired.SetNamespace(key.Namespace)
 	mutate(desired)
 	if err := controllerutil.SetControllerReference(w, desired, r.Scheme); err != nil {
-		return fmt.Errorf("apply %s %s: %w", kind, key, err)
+		return false, err
 	}
 	gvk, err := apiutil.GVKForObject(desired, r.Scheme)
 	if err != nil {
-		return fmt.Errorf("apply %s %s: %w", kind, key, err)
+		return false, err
 	}
 	desired.GetObjectKind().SetGroupVersionKind(gvk)
 	body, err := json.Marshal(desired)
 	if err != nil {
-		return fmt.Errorf("apply %s %s: %w", kind, key, err)
+		return false, err
 	}
 	if err := r.Client.Patch(ctx, desired, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(ControllerName), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply %s %s: %w", kind, key, err)
+		return false, err
 	}
 	reflect.ValueOf(child).Elem().Set(reflect.ValueOf(desired).Elem())
-	logf.FromContext(ctx).V(1).Info("child applied", "kind", kind, "name", key.Name)
-	return nil
+	return true, nil
 }
 
 // mutateConfigMap sets the page ConfigMap's labels and page.

@@ -501,6 +501,27 @@ func waitQuiet(t *testing.T, counter *harness.RequestCounter) {
 	})
 }
 
+// reconcileAfter resets counter, makes change, and waits until the expert has reconciled after it and
+// its requests have stopped.
+func reconcileAfter(t *testing.T, counter *harness.RequestCounter, change func(*testing.T)) {
+	t.Helper()
+	counter.Reset()
+	before := reconcileCount(t)
+	change(t)
+	waitForReconciles(t, before+1)
+	waitQuiet(t, counter)
+}
+
+// writeKinds returns the distinct "verb resource" of the writes among reqs, sorted; nil when none.
+func writeKinds(reqs harness.Requests) []string {
+	var out []string
+	for _, r := range reqs.Filter(harness.Request.IsWrite) {
+		out = append(out, r.Verb+" "+r.FullResource())
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
 // converge creates a Welcome with spec, plays its rollout and waits until it is Ready.
 func converge(t *testing.T, env *harness.Env, ns string, spec v1alpha1.WelcomeSpec) *v1alpha1.Welcome {
 	t.Helper()
@@ -568,11 +589,7 @@ func TestNoWritesOnceConverged(t *testing.T) {
 	}
 	for _, tc := range triggers {
 		t.Run(tc.name, func(t *testing.T) {
-			counter.Reset()
-			before := reconcileCount(t)
-			tc.trigger(t)
-			waitForReconciles(t, before+1)
-			waitQuiet(t, counter)
+			reconcileAfter(t, counter, tc.trigger)
 			reqs := counter.Snapshot().InNamespace(ns)
 			if n := reqs.Writes(); n != 0 {
 				t.Errorf("%d writes after reconciling a converged Welcome, want 0:\n%s", n, reqs)
@@ -775,12 +792,7 @@ func TestSpecChangePatchesOnlyWhatChanged(t *testing.T) {
 			waitQuiet(t, counter)
 
 			reqs := counter.Snapshot().InNamespace(ns)
-			var writes []string
-			for _, r := range reqs.Filter(harness.Request.IsWrite) {
-				writes = append(writes, r.Verb+" "+r.FullResource())
-			}
-			sort.Strings(writes)
-			writes = slices.Compact(writes)
+			writes := writeKinds(reqs)
 			var wantWrites []string
 			for resource := range tc.want {
 				wantWrites = append(wantWrites, "patch "+resource)
@@ -808,15 +820,7 @@ func TestServerSideApply(t *testing.T) {
 	key := client.ObjectKeyFromObject(w)
 	waitQuiet(t, counter)
 
-	writes := func() []string {
-		var out []string
-		for _, r := range counter.Snapshot().InNamespace(ns).Filter(harness.Request.IsWrite) {
-			out = append(out, r.Verb+" "+r.FullResource())
-		}
-		sort.Strings(out)
-		return slices.Compact(out)
-	}
-	if diff := cmp.Diff([]string{"patch configmaps", "patch deployments", "patch services", "patch welcomes/status"}, writes()); diff != "" {
+	if diff := cmp.Diff([]string{"patch configmaps", "patch deployments", "patch services", "patch welcomes/status"}, writeKinds(counter.Snapshot().InNamespace(ns))); diff != "" {
 		t.Errorf("kinds of writes to converge (-want +got):\n%s", diff)
 	}
 	for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
@@ -855,13 +859,9 @@ func TestServerSideApply(t *testing.T) {
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
-			counter.Reset()
-			before := reconcileCount(t)
-			step.change(t)
-			waitForReconciles(t, before+1)
-			waitQuiet(t, counter)
+			reconcileAfter(t, counter, step.change)
 			// The label's patch is the test's own (not in the manager's counter).
-			if diff := cmp.Diff(step.want, writes()); diff != "" {
+			if diff := cmp.Diff(step.want, writeKinds(counter.Snapshot().InNamespace(ns))); diff != "" {
 				t.Errorf("kinds of writes (-want +got):\n%s", diff)
 			}
 		})
