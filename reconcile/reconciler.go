@@ -570,8 +570,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if r.initErr != nil {
 		return ctrl.Result{}, r.initErr
 	}
-	// controller-runtime's logger in ctx already carries the controller and the object's key.
-	log := logf.FromContext(ctx)
+	log := loggerOf(ctx)
 	judging := r.wake.judge(req.NamespacedName)
 	defer judging.end()
 
@@ -669,6 +668,17 @@ func snapshot[T Object](obj T) (T, error) {
 		return zero, fmt.Errorf("deep copy of %T returned %T: generate DeepCopyObject for the type", obj, obj.DeepCopyObject())
 	}
 	return c, nil
+}
+
+// loggerOf returns the logger in ctx, which controller-runtime gives the controller's name and the
+// object's key, or controller-runtime's own when ctx has none. logf.FromContext returns the same
+// logger through WithValues, even with no values to add; a logger that renders its values when
+// given them (funcr's, testr's) rendered them again for every reconcile.
+func loggerOf(ctx context.Context) logr.Logger {
+	if l, err := logr.FromContext(ctx); err == nil {
+		return l
+	}
+	return logf.Log
 }
 
 func isZero[T Object](obj T) bool {
