@@ -139,35 +139,27 @@ func leanWireClient(hc *http.Client, compressed bool) *http.Client {
 }
 
 // stripTransport strips managedFields (jsonstrip) from the uncompressed JSON answer of a request
-// whose context carries a jsonstrip.Shape, and reads uncompressed protobuf answers ahead
-// (readAheadBody); everything else passes as it is. Unless compressed, a request that names no
-// encoding asks for none (Accept-Encoding: identity), so that Go's transport does not ask for gzip.
+// whose context carries a jsonstrip.Shape; everything else passes as it is. Unless compressed, a
+// request that names no encoding asks for none (Accept-Encoding: identity), so that Go's transport
+// does not ask for gzip.
 type stripTransport struct {
 	next       http.RoundTripper
 	compressed bool
 }
 
 // RoundTrip sends req with the next transport and wraps the body of the answer when it is to be
-// stripped or read ahead.
+// stripped.
 func (t *stripTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.compressed && req.Header.Get("Accept-Encoding") == "" {
 		req = req.Clone(req.Context()) // a RoundTripper must not change its caller's request
 		req.Header.Set("Accept-Encoding", "identity")
 	}
 	resp, err := t.next.RoundTrip(req)
-	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" {
+	shape, marked := req.Context().Value(stripShapeKey{}).(jsonstrip.Shape)
+	if err != nil || !marked || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" {
 		return resp, err
 	}
-	mediaType, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if err != nil {
-		return resp, nil
-	}
-	if mediaType == runtime.ContentTypeProtobuf {
-		resp.Body = newReadAheadBody(resp.Body)
-		return resp, nil
-	}
-	shape, marked := req.Context().Value(stripShapeKey{}).(jsonstrip.Shape)
-	if !marked || mediaType != runtime.ContentTypeJSON {
+	if mediaType, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mediaType != "application/json" {
 		return resp, nil
 	}
 	resp.Body = jsonstrip.NewReader(resp.Body, shape)
