@@ -690,6 +690,7 @@ func (r *Report) expertTargets() string {
 		}
 		if phase, ok := strings.CutSuffix(t.metric, ": time until all Ready"); ok {
 			b.WriteString(freeManagerBound(rows, phase))
+			b.WriteString(machineWitness(rows, phase))
 		}
 	}
 	return b.String()
@@ -712,6 +713,26 @@ func freeManagerBound(rows map[string]Row, phase string) string {
 		" with %s cores in use for the expert and %s for convergo, time follows CPU, so even a manager that cost nothing and sent the expert's requests would take about %sx the expert's time)\n",
 		phase, formatValue(total-own), formatValue(total), formatValue((total-own)/total),
 		formatValue(busy.Values["expert"]), formatValue(busy.Values["convergo"]), formatValue((total-own)/total))
+}
+
+// witnessComponent is the process whose CPU per CR witnesses the machine's speed: kwok plays the nodes
+// and their pods, the same work whichever operator made the Deployments.
+const witnessComponent = "kwok"
+
+// machineWitness renders, for a phase whose time target is against the expert, kwok's CPU per CR in
+// convergo's rounds as a ratio of the expert's. kwok's work does not depend on the operator (apart from
+// its node heartbeats, a small part that follows the phase's length), so a ratio away from 1 says the
+// machine ran at another speed in one implementation's rounds than in the other's, and the phase's
+// ratios then measure the machine as much as the operators. "" when kwok's CPU was not read.
+func machineWitness(rows map[string]Row, phase string) string {
+	row := rows[phase+": "+witnessComponent+" CPU"]
+	convergo, expert := row.Values["convergo"], row.Values["expert"]
+	if convergo == 0 || expert == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  (machine: kwok, whose work is the same for every operator, used %s ms of CPU per CR in convergo's %s and %s in the expert's, %sx;"+
+		" far from 1, the machine ran at another speed for one than for the other)\n",
+		formatValue(convergo), phase, formatValue(expert), formatValue(convergo/expert))
 }
 
 // floorNote is a floor, in the unit of its target's row, and what was measured to find it.

@@ -628,6 +628,19 @@ func TestExpertTargets(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, md[strings.Index(md, "## Targets"):])
 		}
 	}
+	if strings.Contains(md, "(machine:") {
+		t.Errorf("a machine check without kwok's CPU read:\n%s", md[strings.Index(md, "## Targets"):])
+	}
+	r.Results[0].Update.ServerCPUSeconds["kwok"] = 0.05
+	r.Results[1].Update.ServerCPUSeconds["kwok"] = 0.04
+	md = r.Markdown()
+	if want := "  (machine: kwok, whose work is the same for every operator, used 5 ms of CPU per CR in convergo's update and 4 in the expert's, 1.25x;" +
+		" far from 1, the machine ran at another speed for one than for the other)\n"; !strings.Contains(md, want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md[strings.Index(md, "## Targets"):])
+	}
+	if strings.Contains(md, "convergo's converge and") {
+		t.Errorf("a machine check for converge, whose kwok CPU was not read:\n%s", md[strings.Index(md, "## Targets"):])
+	}
 	if strings.Contains(md, "the expert's converge spent") {
 		t.Errorf("a bound for converge, whose manager CPU was not read:\n%s", md[strings.Index(md, "## Targets"):])
 	}
