@@ -1,9 +1,13 @@
 package reconcile
 
 import (
+	"io"
 	"maps"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -28,4 +32,24 @@ func ValuesDigest(obj client.Object, gvk schema.GroupVersionKind, manager string
 	unsealed.SetLabels(labels)
 	unsealed.SetAnnotations(anns)
 	return digestOf(unsealed, gvk, manager)
+}
+
+// NewEventDecoder is the watch.Decoder NewCache's informers of obj's kind in scheme decode a JSON
+// watch's answer with (nil when they leave it to client-go's), for the tests of reconcile_test.
+func NewEventDecoder(body io.ReadCloser, obj runtime.Object, scheme *runtime.Scheme, strip bool) watch.Decoder {
+	kind := newWatchKind(obj, scheme)
+	if kind == nil {
+		return nil
+	}
+	return kind.newEventDecoder(body, strip)
+}
+
+// OwnDecodedWatches is how many watches of lw, the ListerWatcher NewCache gives its informers, had
+// their answers decoded by NewCache's decoder, not client-go's; -1 for another ListerWatcher.
+func OwnDecodedWatches(lw toolscache.ListerWatcher) int64 {
+	m, ok := lw.(*markedListerWatcher)
+	if !ok {
+		return -1
+	}
+	return m.own.Load()
 }

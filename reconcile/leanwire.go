@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
+	"k8s.io/klog/v2"
 
 	"github.com/convergo-dev/convergo/internal/jsonstrip"
 )
@@ -57,13 +59,14 @@ func dropsManagedFields(t toolscache.TransformFunc) (drops bool) {
 type newInformerFunc func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
 
 // leanWireInformers returns the cache's NewInformer: next's informers (client-go's when nil), whose
-// requests ask stripTransport to strip managedFields once their transform shows it drops them.
-func leanWireInformers(next newInformerFunc) newInformerFunc {
+// requests ask stripTransport to strip managedFields once their transform shows it drops them, and
+// whose watches of a typed kind of scheme decode JSON answers themselves (see watchKind).
+func leanWireInformers(next newInformerFunc, scheme *runtime.Scheme) newInformerFunc {
 	if next == nil {
 		next = toolscache.NewSharedIndexInformer
 	}
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		m := &markedListerWatcher{ListerWatcherWithContext: toolscache.ToListerWatcherWithContext(lw), orig: lw}
+		m := &markedListerWatcher{ListerWatcherWithContext: toolscache.ToListerWatcherWithContext(lw), orig: lw, kind: newWatchKind(obj, scheme)}
 		return &leanWireInformer{SharedIndexInformer: next(m, obj, resync, indexers), lw: m}
 	}
 }
@@ -91,6 +94,8 @@ type markedListerWatcher struct {
 	toolscache.ListerWatcherWithContext
 	orig  toolscache.ListerWatcher // for what the reflector asks of it
 	strip atomic.Bool
+	kind  *watchKind   // nil: client-go decodes the watches' answers
+	own   atomic.Int64 // watches whose answers an eventDecoder decoded
 }
 
 // List lists without a context of its own.
@@ -111,12 +116,31 @@ func (m *markedListerWatcher) ListWithContext(ctx context.Context, opts metav1.L
 	return m.ListerWatcherWithContext.ListWithContext(ctx, opts)
 }
 
-// WatchWithContext watches, the answer marked as events to strip when strip is set.
+// WatchWithContext watches, the answer marked as events to strip when strip is set. With a kind, a
+// JSON answer is decoded by an eventDecoder, not by client-go's decoder.
 func (m *markedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	if m.strip.Load() {
+	strip := m.strip.Load()
+	if strip {
 		ctx = context.WithValue(ctx, stripShapeKey{}, jsonstrip.Events)
 	}
-	return m.ListerWatcherWithContext.WatchWithContext(ctx, opts)
+	if m.kind == nil {
+		return m.ListerWatcherWithContext.WatchWithContext(ctx, opts)
+	}
+	h := &watchHandoff{}
+	w, err := m.ListerWatcherWithContext.WatchWithContext(context.WithValue(ctx, watchHandoffKey{}, h), opts)
+	body := h.take()
+	switch {
+	case body == nil: // not a JSON answer, or not a successful one
+		return w, err
+	case err != nil || w == nil:
+		_ = body.Close()
+		return w, err
+	}
+	w.Stop() // client-go's, of the empty body it was given
+	m.own.Add(1)
+	return watch.NewStreamWatcherWithLogger(klog.FromContext(ctx), m.kind.newEventDecoder(body, strip),
+		// as client-go reports what it cannot decode
+		apierrors.NewClientErrorReporter(http.StatusInternalServerError, http.MethodGet, "ClientWatchDecoding")), nil
 }
 
 // IsWatchListSemanticsUnSupported answers for the wrapped ListerWatcher: the reflector streams its
@@ -155,11 +179,17 @@ func (t *stripTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set("Accept-Encoding", "identity")
 	}
 	resp, err := t.next.RoundTrip(req)
+	handoff, handing := req.Context().Value(watchHandoffKey{}).(*watchHandoff)
 	shape, marked := req.Context().Value(stripShapeKey{}).(jsonstrip.Shape)
-	if err != nil || !marked || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" {
+	if err != nil || !(marked || handing) || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" {
 		return resp, err
 	}
 	if mediaType, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mediaType != "application/json" {
+		return resp, nil
+	}
+	if handing { // the watch's eventDecoder reads it, and strips it as its watch was marked
+		handoff.give(resp.Body)
+		resp.Body = http.NoBody
 		return resp, nil
 	}
 	resp.Body = jsonstrip.NewReader(resp.Body, shape)

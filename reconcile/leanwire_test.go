@@ -96,7 +96,7 @@ func TestLeanWireInformerMarksRequests(t *testing.T) {
 				return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
 			}
 			rec := &shapeLW{}
-			inf := leanWireInformers(next)(rec, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+			inf := leanWireInformers(next, nil)(rec, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
 			if err := inf.SetTransform(tc.transform); err != nil {
 				t.Fatal(err)
 			}
@@ -120,12 +120,19 @@ func TestStripTransport(t *testing.T) {
 		stripped = `{"type":"ADDED","object":{"metadata":{"name":"a"}}}` + "\n"
 	)
 	cases := map[string]struct {
-		shape       any // in the request's context; nil: none
+		shape       any  // in the request's context; nil: none
+		handoff     bool // a watchHandoff in the request's context
 		contentType string
 		encoding    string
 		status      int
-		want        string
+		want        string // what the caller reads
+		wantHanded  string // what the handoff holds
 	}{
+		"handed off JSON":            {handoff: true, contentType: "application/json", status: 200, wantHanded: event},
+		"handed off, marked":         {handoff: true, shape: jsonstrip.Events, contentType: "application/json", status: 200, wantHanded: event},
+		"handoff of protobuf":        {handoff: true, contentType: "application/vnd.kubernetes.protobuf", status: 200, want: event},
+		"handoff of an error":        {handoff: true, contentType: "application/json", status: 410, want: event},
+		"handoff, still compressed":  {handoff: true, contentType: "application/json", encoding: "identity", status: 200, want: event},
 		"marked JSON":                {shape: jsonstrip.Events, contentType: "application/json", status: 200, want: stripped},
 		"marked JSON with a charset": {shape: jsonstrip.Events, contentType: "application/json; charset=utf-8", status: 200, want: stripped},
 		"not marked":                 {contentType: "application/json", status: 200, want: event},
@@ -149,6 +156,10 @@ func TestStripTransport(t *testing.T) {
 			if tc.shape != nil {
 				ctx = context.WithValue(ctx, stripShapeKey{}, tc.shape)
 			}
+			handoff := &watchHandoff{}
+			if tc.handoff {
+				ctx = context.WithValue(ctx, watchHandoffKey{}, handoff)
+			}
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -164,6 +175,16 @@ func TestStripTransport(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, string(got)); diff != "" {
 				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			var handed []byte
+			if body := handoff.take(); body != nil {
+				defer body.Close()
+				if handed, err = io.ReadAll(body); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(tc.wantHanded, string(handed)); diff != "" {
+				t.Errorf("handed off (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -128,7 +129,10 @@ func newCache(config *rest.Config, opts cache.Options, cfg cacheConfig) (cache.C
 		opts.HTTPClient = hc
 	}
 	opts.HTTPClient = leanWireClient(opts.HTTPClient, cfg.compressed)
-	opts.NewInformer = leanWireInformers(opts.NewInformer)
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme // as cache.New defaults it
+	}
+	opts.NewInformer = leanWireInformers(opts.NewInformer, opts.Scheme)
 	c, err := cache.New(config, opts)
 	if err != nil {
 		return nil, err
