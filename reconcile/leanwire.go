@@ -158,7 +158,9 @@ func leanWireClient(hc *http.Client, compressed bool) *http.Client {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	c.Transport = &stripTransport{next: next, compressed: compressed}
+	// With a timeout, http.Client cancels a request when its caller closes the body: client-go
+	// closing the empty body it was given would end the watch an eventDecoder reads.
+	c.Transport = &stripTransport{next: next, compressed: compressed, handOff: hc.Timeout == 0}
 	return &c
 }
 
@@ -169,6 +171,7 @@ func leanWireClient(hc *http.Client, compressed bool) *http.Client {
 type stripTransport struct {
 	next       http.RoundTripper
 	compressed bool
+	handOff    bool // a watch's answer may go to its watchHandoff
 }
 
 // RoundTrip sends req with the next transport and wraps the body of the answer when it is to be
@@ -180,6 +183,7 @@ func (t *stripTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.next.RoundTrip(req)
 	handoff, handing := req.Context().Value(watchHandoffKey{}).(*watchHandoff)
+	handing = handing && t.handOff
 	shape, marked := req.Context().Value(stripShapeKey{}).(jsonstrip.Shape)
 	if err != nil || !(marked || handing) || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" {
 		return resp, err

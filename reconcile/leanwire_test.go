@@ -122,6 +122,7 @@ func TestStripTransport(t *testing.T) {
 	cases := map[string]struct {
 		shape       any  // in the request's context; nil: none
 		handoff     bool // a watchHandoff in the request's context
+		timeout     time.Duration
 		contentType string
 		encoding    string
 		status      int
@@ -133,6 +134,7 @@ func TestStripTransport(t *testing.T) {
 		"handoff of protobuf":        {handoff: true, contentType: "application/vnd.kubernetes.protobuf", status: 200, want: event},
 		"handoff of an error":        {handoff: true, contentType: "application/json", status: 410, want: event},
 		"handoff, still compressed":  {handoff: true, contentType: "application/json", encoding: "identity", status: 200, want: event},
+		"handoff, a client timeout":  {handoff: true, timeout: time.Minute, contentType: "application/json", status: 200, want: event},
 		"marked JSON":                {shape: jsonstrip.Events, contentType: "application/json", status: 200, want: stripped},
 		"marked JSON with a charset": {shape: jsonstrip.Events, contentType: "application/json; charset=utf-8", status: 200, want: stripped},
 		"not marked":                 {contentType: "application/json", status: 200, want: event},
@@ -151,7 +153,9 @@ func TestStripTransport(t *testing.T) {
 				_, _ = io.WriteString(w, event)
 			}))
 			defer srv.Close()
-			hc := leanWireClient(srv.Client(), false)
+			client := srv.Client()
+			client.Timeout = tc.timeout
+			hc := leanWireClient(client, false)
 			ctx := t.Context()
 			if tc.shape != nil {
 				ctx = context.WithValue(ctx, stripShapeKey{}, tc.shape)
