@@ -10,14 +10,15 @@ import (
 // Frames reads a stream of top-level JSON objects or arrays (a watch stream's events) one value at
 // a time, each stripped of managedFields as NewReader strips it when a Shape is given.
 type Frames struct {
-	body     io.ReadCloser
-	shape    Shape  // 0: values are returned as they are
-	in       []byte // read from body; in[:done] is returned or skipped already
-	done     int
-	find     finder // how far the end of the value at in[done] was looked for, while scanning
-	scanning bool
-	out      []byte // the last stripped value's storage, reused
-	err      error  // body's, once it returned one
+	body      io.ReadCloser
+	shape     Shape  // 0: values are returned as they are
+	in        []byte // read from body; in[:done] is returned or skipped already
+	done      int
+	find      finder // how far the end of the value at in[done] was looked for, while scanning
+	scanning  bool
+	streaming bool   // the last read filled the buffer: more is likely waiting
+	out       []byte // the last stripped value's storage, reused
+	err       error  // body's, once it returned one
 }
 
 // NewFrames returns a reader of the values in body; with shape 0 they are not stripped. Close closes
@@ -68,20 +69,30 @@ func (f *Frames) Next() ([]byte, error) {
 	}
 }
 
-// fill drops what was returned, then reads from body once.
+// idleSize is the buffer of Frames between values while the body gives little at a time: a watch
+// that has caught up gets an event now and then, and keeps this much for it rather than the most
+// it needed while it streamed its initial list (readSize at a time).
+const idleSize = 4 << 10
+
+// fill drops what was returned, sizes the buffer, then reads from body once.
 func (f *Frames) fill() {
 	kept := copy(f.in, f.in[f.done:])
 	if f.scanning {
 		f.find.pos -= f.done
 	}
 	f.in, f.done = f.in[:kept], 0
-	if cap(f.in)-len(f.in) < readSize {
-		grown := make([]byte, len(f.in), 2*cap(f.in)+readSize)
-		copy(grown, f.in)
-		f.in = grown
+	switch free := cap(f.in) - kept; {
+	case f.streaming && free < readSize/2:
+		f.in = append(make([]byte, 0, kept+readSize), f.in...)
+	case free == 0: // a value longer than the buffer, or the first read
+		f.in = append(make([]byte, 0, max(2*kept, idleSize)), f.in...)
+	case !f.streaming && kept == 0 && cap(f.in) > idleSize:
+		f.in = make([]byte, 0, idleSize)
 	}
-	n, err := f.body.Read(f.in[len(f.in):cap(f.in)])
-	f.in = f.in[:len(f.in)+n]
+	free := f.in[kept:cap(f.in)]
+	n, err := f.body.Read(free)
+	f.in = f.in[:kept+n]
+	f.streaming = n == len(free) // the body had at least as much as the buffer could take
 	if err != nil {
 		f.err = err
 	}

@@ -169,3 +169,51 @@ func FuzzEvent(f *testing.F) {
 		}
 	})
 }
+
+// parts is a body whose reads never span two of its parts: a stream that sends the first part at
+// once and then one part now and then.
+type parts struct{ left []string }
+
+func (p *parts) Read(b []byte) (int, error) {
+	for len(p.left) > 0 && p.left[0] == "" {
+		p.left = p.left[1:]
+	}
+	if len(p.left) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, p.left[0])
+	p.left[0] = p.left[0][n:]
+	return n, nil
+}
+
+// TestFramesBuffer checks how much Frames keeps: what a streaming body and the longest value need
+// while the body streams, within bounds, and idleSize once the body gives an event now and then.
+func TestFramesBuffer(t *testing.T) {
+	event := `{"type":"MODIFIED","object":{"metadata":{"name":"a"}}}` + "\n"
+	long := `{"type":"ADDED","object":{"metadata":{"name":"` + strings.Repeat("x", 5*readSize) + `"}}}` + "\n"
+	listed := strings.Repeat(event, 2000) + long + strings.Repeat(event, 2000)
+	f := NewFrames(io.NopCloser(&parts{left: []string{listed, event, event, event}}), 0)
+	type sizes struct {
+		Values      int
+		HeldLong    bool // the buffer grew to the longest value
+		Bounded     bool // and never beyond it by more than two reads' size
+		CapAtTheEnd int
+	}
+	var got sizes
+	largest := 0
+	for {
+		if _, err := f.Next(); err != nil {
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			break
+		}
+		got.Values++
+		largest = max(largest, cap(f.in))
+	}
+	got.HeldLong, got.Bounded, got.CapAtTheEnd = largest >= len(long)-1, largest <= len(long)+2*readSize, cap(f.in)
+	want := sizes{Values: 4004, HeldLong: true, Bounded: true, CapAtTheEnd: idleSize}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Frames' buffer (largest %d bytes) (-want +got):\n%s", largest, diff)
+	}
+}
