@@ -17,11 +17,11 @@ import (
 )
 
 // How NewCache's informers of typed kinds served in JSON (custom resources: the API server has no
-// protobuf for them) decode their watch streams. client-go reads each event four times over before
+// protobuf for them) decode their watch streams. client-go reads each event several times over before
 // its object is decoded: the framer finds where the event ends (encoding/json), the event is decoded
 // into a metav1.WatchEvent after a pass that looks for its apiVersion and kind (the whole event,
 // validated twice), and the object is decoded after another such pass. In a restart of 1000
-// Welcomes that took 40% of a receiving process's CPU. Here the stream's events are found without
+// Welcomes that took nearly 40% of a receiving process's CPU. Here the stream's events are found without
 // decoding (jsonstrip.Frames) and split into type and object (jsonstrip.Event), and the object is
 // decoded once, straight into the informer's type; only an object of another kind (an ERROR event's
 // Status), or an event written otherwise than the API server writes it, is decoded the way client-go
