@@ -15,11 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/reconcile"
@@ -44,23 +41,12 @@ func TestIntegrationNewCacheDecodesJSONWatches(t *testing.T) {
 
 	var mu sync.Mutex
 	lws := map[string]toolscache.ListerWatcher{} // by the informer's object type
-	hc, err := rest.HTTPClientFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(env.Config, hc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := cache.Options{
-		Scheme: widgetScheme, Mapper: mapper,
-		DefaultNamespaces: map[string]cache.Config{ns: {}},
-		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-			mu.Lock()
-			defer mu.Unlock()
-			lws[fmt.Sprintf("%T", obj)] = lw
-			return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
-		},
+	opts := widgetCacheOptions(t, env.Config, ns, nil)
+	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+		mu.Lock()
+		defer mu.Unlock()
+		lws[fmt.Sprintf("%T", obj)] = lw
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
 	}
 	reconcile.LeanCache(&opts)
 	cc := startWidgetCache(t, reconcile.NewCache, env.Config, opts)

@@ -54,7 +54,7 @@ func decodeAll(dec watch.Decoder, bodyErr error) decodedStream {
 
 // clientGoDecoder is the decoder client-go gives a controller-runtime informer for a JSON watch of
 // Widgets (its rest client's negotiated serializer, without conversion).
-func clientGoDecoder(t *testing.T, s *runtime.Scheme, body io.Reader) watch.Decoder {
+func clientGoDecoder(t testing.TB, s *runtime.Scheme, body io.Reader) watch.Decoder {
 	t.Helper()
 	codecs := serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(s)}
 	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)

@@ -9,10 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
-	restclientwatch "k8s.io/client-go/rest/watch"
 
 	"github.com/convergo-dev/convergo/internal/jsonstrip"
 	"github.com/convergo-dev/convergo/internal/testapi"
@@ -31,11 +28,6 @@ func BenchmarkDecodeWatchEvents(b *testing.B) {
 		b.Fatal(err)
 	}
 	metav1.AddToGroupVersion(s, metav1.SchemeGroupVersion)
-	codecs := serializer.NewCodecFactory(s)
-	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	if !ok {
-		b.Fatal("no JSON serializer")
-	}
 	events := watchEvents(b, 1000)
 	for _, tc := range []struct {
 		name        string
@@ -59,9 +51,7 @@ func BenchmarkDecodeWatchEvents(b *testing.B) {
 					body = jsonstrip.NewReader(body, jsonstrip.Events)
 					fallthrough
 				default:
-					dec = restclientwatch.NewDecoder(
-						streaming.NewDecoder(info.StreamSerializer.Framer.NewFrameReader(body), info.StreamSerializer.Serializer),
-						codecs.WithoutConversion().DecoderToVersion(info.Serializer, testapi.GroupVersion))
+					dec = clientGoDecoder(b, s, body)
 				}
 				n := 0
 				for {

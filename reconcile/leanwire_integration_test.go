@@ -102,6 +102,25 @@ func createGone(t *testing.T, c client.Client, w *testapi.Widget) {
 	})
 }
 
+// widgetCacheOptions returns the options of a cache of Widgets and built-in kinds in ns, whose REST
+// mapper and, unless nil, its HTTP client go through hc (a new client when nil).
+func widgetCacheOptions(t *testing.T, config *rest.Config, ns string, hc *http.Client) cache.Options {
+	t.Helper()
+	opts := cache.Options{Scheme: widgetScheme, HTTPClient: hc, DefaultNamespaces: map[string]cache.Config{ns: {}}}
+	if hc == nil {
+		var err error
+		if hc, err = rest.HTTPClientFor(config); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(config, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Mapper = mapper
+	return opts
+}
+
 // startWidgetCache builds a cache with newCache, runs it until the test ends, and returns once its
 // Widget informer has synced.
 func startWidgetCache(t *testing.T, newCache cache.NewCacheFunc, config *rest.Config, opts cache.Options) cache.Cache {
@@ -153,20 +172,9 @@ func TestIntegrationNewCacheDecodesNoManagedFields(t *testing.T) {
 			before := create("before", "listed")
 
 			rec := &decoded{}
-			hc, err := rest.HTTPClientFor(env.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mapper, err := apiutil.NewDynamicRESTMapper(env.Config, hc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := cache.Options{
-				Scheme: widgetScheme, Mapper: mapper,
-				DefaultNamespaces: map[string]cache.Config{ns: {}},
-				NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-					return toolscache.NewSharedIndexInformer(decodedLW{lw: toolscache.ToListerWatcherWithContext(lw), rec: rec}, obj, resync, idx)
-				},
+			opts := widgetCacheOptions(t, env.Config, ns, nil)
+			opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+				return toolscache.NewSharedIndexInformer(decodedLW{lw: toolscache.ToListerWatcherWithContext(lw), rec: rec}, obj, resync, idx)
 			}
 			tc.configure(&opts)
 			cc := startWidgetCache(t, reconcile.NewCache, env.Config, opts)
@@ -247,14 +255,7 @@ func TestIntegrationNewCacheCompression(t *testing.T) {
 			}
 			rec := &gzipSeen{next: hc.Transport, seen: map[bool]int{}}
 			hc.Transport = rec
-			mapper, err := apiutil.NewDynamicRESTMapper(env.Config, hc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cc := startWidgetCache(t, tc.newCache, env.Config, cache.Options{
-				Scheme: widgetScheme, Mapper: mapper, HTTPClient: hc,
-				DefaultNamespaces: map[string]cache.Config{ns: {}},
-			})
+			cc := startWidgetCache(t, tc.newCache, env.Config, widgetCacheOptions(t, env.Config, ns, hc))
 			var got testapi.Widget
 			if err := cc.Get(t.Context(), client.ObjectKeyFromObject(w), &got); err != nil {
 				t.Fatalf("the cache does not show %s: %v", w.Name, err)

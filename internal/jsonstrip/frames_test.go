@@ -44,11 +44,6 @@ func TestFrames(t *testing.T) {
 		"the body's error":            {body: events[0], bodyErr: bodyErr, want: events[:1], wantErr: bodyErr},
 		"the body's error in a value": {body: events[0][:10], bodyErr: bodyErr, wantErr: bodyErr},
 	}
-	readers := map[string]func(io.Reader) io.Reader{
-		"whole":    func(r io.Reader) io.Reader { return r },
-		"one byte": iotest.OneByteReader,
-		"half":     iotest.HalfReader,
-	}
 	for name, tc := range cases {
 		for rname, wrap := range readers {
 			t.Run(name+"/"+rname, func(t *testing.T) {

@@ -151,11 +151,6 @@ func TestNewReader(t *testing.T) {
 			want:  strippedStream + `{"type":"ADDED","object":{"metadata":{"managedFields":[`,
 		},
 	}
-	readers := map[string]func(io.Reader) io.Reader{
-		"whole":    func(r io.Reader) io.Reader { return r },
-		"one byte": iotest.OneByteReader,
-		"half":     iotest.HalfReader,
-	}
 	for name, tc := range cases {
 		for rname, wrap := range readers {
 			t.Run(name+"/"+rname, func(t *testing.T) {
@@ -173,6 +168,14 @@ func TestNewReader(t *testing.T) {
 			})
 		}
 	}
+}
+
+// readers are the ways a test's body gives its bytes: all at once, one at a time, half of what is
+// asked for.
+var readers = map[string]func(io.Reader) io.Reader{
+	"whole":    func(r io.Reader) io.Reader { return r },
+	"one byte": iotest.OneByteReader,
+	"half":     iotest.HalfReader,
 }
 
 // TestNewReaderBodyError: an error of the body reaches the reader's caller after what was read.
