@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/watch"
 	kjson "sigs.k8s.io/json"
 
@@ -55,7 +55,7 @@ func newWatchKind(obj runtime.Object, scheme *runtime.Scheme) *watchKind {
 	return &watchKind{
 		gvk:  gvks[0],
 		typ:  t.Elem(),
-		full: runtime.WithoutVersionDecoder{Decoder: json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{})},
+		full: runtime.WithoutVersionDecoder{Decoder: jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme, jsonserializer.SerializerOptions{})},
 	}
 }
 
@@ -63,8 +63,8 @@ func newWatchKind(obj runtime.Object, scheme *runtime.Scheme) *watchKind {
 // its type, whose apiVersion and kind are then cleared as client-go clears them; anything else is
 // decoded by client-go's decoder, which also says why what does not decode does not.
 func (k *watchKind) decode(raw []byte) (runtime.Object, error) {
-	obj, ok := reflect.New(k.typ).Interface().(runtime.Object)
-	if ok && kjson.UnmarshalCaseSensitivePreserveInts(raw, obj) == nil && obj.GetObjectKind().GroupVersionKind() == k.gvk {
+	obj := reflect.New(k.typ).Interface().(runtime.Object) // the informer's type (newWatchKind)
+	if kjson.UnmarshalCaseSensitivePreserveInts(raw, obj) == nil && obj.GetObjectKind().GroupVersionKind() == k.gvk {
 		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 		return obj, nil
 	}
