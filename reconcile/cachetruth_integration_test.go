@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +19,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,8 +37,10 @@ import (
 // here runs with these caches: the manager's cache as it is ("current"), one whose watch events are
 // held back from the moment the test acts ("lagging": it shows the state of its first list and nothing
 // after), one filtered by a label no object carries ("filtered": it never shows a child), slim ones,
-// and one restricted to the test's namespace and built by reconcile.NewCache ("namespaced": as an
-// operator watching its own namespaces has it; cluster-scoped children are cached cluster-wide).
+// one restricted to the test's namespace and built by reconcile.NewCache ("namespaced": as an
+// operator watching its own namespaces has it; cluster-scoped children are cached cluster-wide), and
+// the examples' cache (reconcile.NewCache with SlimCache, which decodes a custom resource's watch
+// events itself) lagging and filtered.
 
 type cacheVariant struct {
 	name   string
@@ -42,20 +48,44 @@ type cacheVariant struct {
 	filter bool
 	// slim: the children's cached copies are those of a SlimCache (digests instead of specs).
 	slim bool
-	// namespaced: the cache holds the test's namespace only (see restrict).
+	// namespaced: the cache holds the test's namespace only (see configure).
 	namespaced bool
+	// newCache: the cache is built by reconcile.NewCache (as the namespaced one is).
+	newCache bool
 }
 
 var cacheVariants = []cacheVariant{
 	{name: "current"}, {name: "lagging", lag: true}, {name: "filtered", filter: true},
-	{name: "slim", slim: true}, {name: "slim-lagging", slim: true, lag: true}, {name: "namespaced", namespaced: true},
+	{name: "slim", slim: true}, {name: "slim-lagging", slim: true, lag: true}, {name: "namespaced", namespaced: true, newCache: true},
+	{name: "newcache-slim-lagging", newCache: true, slim: true, lag: true},
+	{name: "newcache-slim-filtered", newCache: true, slim: true, filter: true},
 }
 
-// restrict limits o's cache to namespace ns for the namespaced variant.
+// restrict builds o's cache with reconcile.NewCache for the variants that ask for it, and limits it to
+// namespace ns for the namespaced variant.
 func (v cacheVariant) restrict(o *manager.Options, ns string) {
 	if v.namespaced {
 		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	}
+	if v.newCache {
 		o.NewCache = reconcile.NewCache
+	}
+}
+
+// configure sets o's cache for a test whose owner is a Widget and whose children are of the given
+// kinds: restricted and built as v says, the children filtered by a label none carries for the
+// filtered variants, and cached slim for the slim ones.
+func (v cacheVariant) configure(o *manager.Options, ns string, children ...client.Object) {
+	v.restrict(o, ns)
+	if v.filter {
+		never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
+		o.Cache.ByObject = map[client.Object]cache.ByObject{}
+		for _, c := range children {
+			o.Cache.ByObject[c] = cache.ByObject{Label: never}
+		}
+	}
+	if v.slim {
+		reconcile.SlimCache(&o.Cache, children...)
 	}
 }
 
@@ -424,13 +454,11 @@ func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
 			childGate := newWatchGateFor("configmaps", "clusterroles")
 			widgetGate := newWatchGateFor("widgets")
 			cfg := widgetGate.wrap(childGate.wrap(counter.Wrap(env.Config)))
+			var decoded informerWatches
 			mgr := env.StartManager(t, nil, harness.WithManagerConfig(cfg), harness.WithManagerOptions(func(o *manager.Options) {
 				o.Scheme = widgetScheme
-				v.restrict(o, ns)
-				if v.filter {
-					never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
-					o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}, &rbacv1.ClusterRole{}: {Label: never}}
-				}
+				v.configure(o, ns, &corev1.ConfigMap{}, &rbacv1.ClusterRole{})
+				decoded.record(&o.Cache)
 			}))
 			t.Cleanup(childGate.resume)
 			t.Cleanup(widgetGate.resume)
@@ -523,8 +551,49 @@ func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
 				}
 				widgetGate.resume()
 			}
+			// The variants built by NewCache read the Widgets' watches with its own decoder, held back by
+			// the gate as client-go's would be.
+			if diff := cmp.Diff(v.newCache, decoded.own("*testapi.Widget") > 0); diff != "" {
+				t.Errorf("the Widgets' watch events decoded by NewCache's own decoder (-want +got):\n%s", diff)
+			}
 		})
 	}
+}
+
+// informerWatches records the ListerWatcher a cache gives each of its informers, by the informer's
+// object type (as %T prints it).
+type informerWatches struct {
+	mu  sync.Mutex
+	lws map[string]toolscache.ListerWatcher
+}
+
+// record makes the cache of o record its informers' ListerWatchers in w.
+func (w *informerWatches) record(o *cache.Options) {
+	next := o.NewInformer
+	o.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+		w.mu.Lock()
+		if w.lws == nil {
+			w.lws = map[string]toolscache.ListerWatcher{}
+		}
+		w.lws[fmt.Sprintf("%T", obj)] = lw
+		w.mu.Unlock()
+		if next != nil {
+			return next(lw, obj, resync, idx)
+		}
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+	}
+}
+
+// own is how many watches of the informer of type typ NewCache's decoder read (0 when there is no
+// such informer, -1 when its cache is not NewCache's).
+func (w *informerWatches) own(typ string) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lw, ok := w.lws[typ]
+	if !ok {
+		return 0
+	}
+	return reconcile.OwnDecodedWatches(lw)
 }
 
 // waitWidgetCached waits until the manager's cache shows the Widget key in the state ok wants.
@@ -640,14 +709,7 @@ func startShrunkWhileDown(t *testing.T, v cacheVariant, gate *watchGate, w *test
 	}
 	mgrOpts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
 		o.Scheme = widgetScheme
-		v.restrict(o, ns)
-		if v.filter {
-			never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
-			o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}}
-		}
-		if v.slim {
-			reconcile.SlimCache(&o.Cache, &corev1.ConfigMap{})
-		}
+		v.configure(o, ns, &corev1.ConfigMap{})
 	})}
 	mgr := env.StartManager(t, func(mgr manager.Manager) error {
 		rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {

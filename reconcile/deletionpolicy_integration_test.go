@@ -11,9 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -63,11 +61,7 @@ func TestIntegrationKeepOnDeleteWhateverTheCache(t *testing.T) {
 			cfg := widgetGate.wrap(childGate.wrap(counter.Wrap(env.Config)))
 			mgr := env.StartManager(t, nil, harness.WithManagerConfig(cfg), harness.WithManagerOptions(func(o *manager.Options) {
 				o.Scheme = widgetScheme
-				v.restrict(o, ns)
-				if v.filter {
-					never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
-					o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: never}}
-				}
+				v.configure(o, ns, &corev1.ConfigMap{})
 			}))
 			t.Cleanup(childGate.resume)
 			t.Cleanup(widgetGate.resume)
