@@ -140,7 +140,10 @@ func disabled(controllers []string) string {
 func WithoutRollout() Option { return func(c *config) { c.noRollout = true } }
 
 // WithHeapProfiles writes a heap profile of the process (pprof format) into dir once each
-// implementation has converged, when the memory is measured: dir/<implementation>-r<round>.heap.
+// implementation has converged, when the memory is measured: dir/<implementation>-r<round>.heap, and
+// one just before its converge phase, when the memory measured is the base:
+// dir/<implementation>-r<round>-before.heap. What the live heap per CR is made of is the difference:
+// go tool pprof -sample_index=inuse_space -diff_base <before> <after>.
 // Profiles sample more finely (runtime.MemProfileRate) from the first Run with it on.
 func WithHeapProfiles(dir string) Option { return func(c *config) { c.heapProfiles = dir } }
 
@@ -424,6 +427,11 @@ func runImplementation(ctx context.Context, env *harness.Env, impl Implementatio
 	res.IdleCPUPerSecond = r.idle
 	r.counter.Reset()
 	heapBefore := heap()
+	if cfg.heapProfiles != "" { // the base the converged profile is compared with (go tool pprof -diff_base)
+		if err := writeHeapProfile(filepath.Join(cfg.heapProfiles, fmt.Sprintf("%s-r%d-before.heap", impl.Name, round))); err != nil {
+			return nil, err
+		}
+	}
 
 	if res.Converge, err = r.converge(ctx); err != nil {
 		return nil, fmt.Errorf("converge: %w", err)
@@ -1168,6 +1176,9 @@ func (r *run) deleteNamespace() {
 
 // writeHeapProfile writes the heap profile of the process to path.
 func writeHeapProfile(path string) error {
+	// A heap profile shows the heap as of the last garbage collection but one: what that one freed (a
+	// sync.Pool's victims, say) would still show as live.
+	runtime.GC()
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("heap profile: %w", err)

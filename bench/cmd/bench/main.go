@@ -193,7 +193,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.workers, "workers", bench.DefaultWorkers, "concurrent requests of the bench driver")
 	fs.StringVar(&f.crd, "crd", "examples/welcome/config/crd/bases", "directory of the Welcome CRD")
 	fs.BoolVar(&f.verbose, "v", false, "log the managers' info messages, not only their errors")
-	fs.StringVar(&f.heapprof, "heapprofiles", "", "write a heap profile of the bench process into this directory once each implementation has converged (<impl>-r<round>.heap)")
+	fs.StringVar(&f.heapprof, "heapprofiles", "", "write a heap profile of the bench process into this directory once each implementation has converged (<impl>-r<round>.heap) and just before its converge phase (<impl>-r<round>-before.heap)")
 	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the bench process (the managers under measurement and the driver) to this file")
 	fs.StringVar(&f.cpuprofs, "cpuprofiles", "", "write a CPU profile of the bench process per measured phase into this directory (<impl>-r<round>-<phase>.cpu); not with -cpuprofile")
 	fs.StringVar(&f.srvprofs, "serverprofiles", "", "write CPU profiles of kube-apiserver, kube-controller-manager and kube-scheduler for the converge, update and delete phases into this directory, "+
