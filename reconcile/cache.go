@@ -18,7 +18,8 @@ import (
 //     object's size); with NewCache, a custom resource's are not even decoded;
 //   - the strings objects repeat (label keys and values, annotation keys, namespaces, owner names and
 //     UIDs, status condition reasons) are shared between the cached objects instead of copied into
-//     each (one table of the process, which drops the strings of deleted objects);
+//     each (one table of the process, which drops the strings of deleted objects); the strings
+//     written for one object (applied-intent digests, condition messages) are left out of it;
 //   - the informers of the child kinds given list and watch only objects carrying the tracking label
 //     convergo.dev/owner-uid, which every child the Applier writes carries: the API server filters, so
 //     objects of those kinds that are not a Convergo child cost neither memory nor events.

@@ -33,6 +33,18 @@ func exportedFields(t reflect.Type) []int {
 	return exportedByType.of(t, func(t reflect.Type) []int { return fieldIndices(t, reflect.StructField.IsExported) })
 }
 
+var internedByType typeMemo[[]int]
+
+// internedFields returns the indices of the exported fields of struct type t whose strings intern
+// shares: all but a field named Message. A message (a condition's, an event's) is written for its
+// object and usually names it ("ReplicaSet \"web-5d8f\" has successfully progressed."), so no other
+// object repeats it.
+func internedFields(t reflect.Type) []int {
+	return internedByType.of(t, func(t reflect.Type) []int {
+		return fieldIndices(t, func(f reflect.StructField) bool { return f.IsExported() && f.Name != "Message" })
+	})
+}
+
 // contentFields returns the indices of the fields of a typed object's struct type t that are content
 // (isContentField).
 func contentFields(t reflect.Type) []int {

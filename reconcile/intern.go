@@ -120,7 +120,7 @@ func internObject(obj client.Object) {
 	}
 	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
 		v = v.Elem()
-		for _, i := range exportedFields(v.Type()) {
+		for _, i := range internedFields(v.Type()) {
 			if f := v.Field(i); f.Type() != typeMeta && f.Type() != objectMeta {
 				internValue(f)
 			}
@@ -132,16 +132,19 @@ func internObject(obj client.Object) {
 // metaTime holds no string.
 var objectMeta, metaTime = reflect.TypeFor[metav1.ObjectMeta](), reflect.TypeFor[metav1.Time]()
 
-// internMap returns a copy of m with its keys and values interned.
+// internMap interns the keys and values of m in place and returns m. The value of LabelAppliedIntent
+// (a label, or an annotation on a Service) is left as it is: its digests are the child's own, and a
+// string no other object repeats would only add an entry to the table.
 func internMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return m
-	}
-	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[intern(k)] = intern(v)
+		if k != LabelAppliedIntent {
+			v = intern(v)
+		}
+		// Assigning to a key already in the map stores the key given (Go's maps do so for strings,
+		// whose bytes may live elsewhere), so the map's key becomes the shared copy; no entry is added.
+		m[intern(k)] = v
 	}
-	return out
+	return m
 }
 
 // internValue interns every string in v, a settable value: struct fields, pointers, slices and
@@ -156,7 +159,7 @@ func internValue(v reflect.Value) {
 		if v.Type() == metaTime {
 			return
 		}
-		for _, i := range exportedFields(v.Type()) {
+		for _, i := range internedFields(v.Type()) {
 			internValue(v.Field(i))
 		}
 	case reflect.Pointer:
@@ -168,8 +171,8 @@ func internValue(v reflect.Value) {
 			internValue(v.Index(i))
 		}
 	case reflect.Map:
-		if m, ok := v.Interface().(map[string]string); ok && v.CanSet() {
-			v.Set(reflect.ValueOf(internMap(m)))
+		if m, ok := v.Interface().(map[string]string); ok {
+			internMap(m)
 		}
 	}
 }
