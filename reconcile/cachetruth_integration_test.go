@@ -61,22 +61,17 @@ var cacheVariants = []cacheVariant{
 	{name: "newcache-slim-filtered", newCache: true, slim: true, filter: true},
 }
 
-// restrict builds o's cache with reconcile.NewCache for the variants that ask for it, and limits it to
-// namespace ns for the namespaced variant.
-func (v cacheVariant) restrict(o *manager.Options, ns string) {
+// configure sets o's cache for a test whose children are of the given kinds: built by
+// reconcile.NewCache for the variants that ask for it, limited to namespace ns for the namespaced one,
+// the children filtered by a label none carries for the filtered variants, and cached slim for the
+// slim ones.
+func (v cacheVariant) configure(o *manager.Options, ns string, children ...client.Object) {
 	if v.namespaced {
 		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	}
 	if v.newCache {
 		o.NewCache = reconcile.NewCache
 	}
-}
-
-// configure sets o's cache for a test whose owner is a Widget and whose children are of the given
-// kinds: restricted and built as v says, the children filtered by a label none carries for the
-// filtered variants, and cached slim for the slim ones.
-func (v cacheVariant) configure(o *manager.Options, ns string, children ...client.Object) {
-	v.restrict(o, ns)
 	if v.filter {
 		never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
 		o.Cache.ByObject = map[client.Object]cache.ByObject{}
@@ -111,19 +106,8 @@ func startVariant(t *testing.T, v cacheVariant) (*harness.Env, string, *harness.
 func variantManager(t *testing.T, env *harness.Env, v cacheVariant, counter *harness.RequestCounter, ns string) (manager.Manager, *watchGate) {
 	t.Helper()
 	gate := newWatchGate()
-	opts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(counter.Wrap(env.Config))),
-		harness.WithManagerOptions(func(o *manager.Options) { v.restrict(o, ns) })}
-	if v.filter {
-		opts = append(opts, harness.WithManagerOptions(func(o *manager.Options) {
-			o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
-		}))
-	}
-	if v.slim {
-		opts = append(opts, harness.WithManagerOptions(func(o *manager.Options) {
-			reconcile.SlimCache(&o.Cache, cachedKinds()...)
-		}))
-	}
-	mgr := env.StartManager(t, nil, opts...)
+	mgr := env.StartManager(t, nil, harness.WithManagerConfig(gate.wrap(counter.Wrap(env.Config))),
+		harness.WithManagerOptions(func(o *manager.Options) { v.configure(o, ns, cachedKinds()...) }))
 	t.Cleanup(gate.resume) // before the manager stops
 	return mgr, gate
 }

@@ -147,8 +147,8 @@ func internMap(m map[string]string) map[string]string {
 	return m
 }
 
-// internValue interns every string in v, a settable value: struct fields, pointers, slices and
-// string maps, recursively.
+// internValue interns every string in v, a settable value: struct fields (but a Message, see
+// internedFields), pointers, slices and string maps (in place), recursively.
 func internValue(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.String:

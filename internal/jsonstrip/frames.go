@@ -89,10 +89,10 @@ func (f *Frames) fill() {
 	case !f.streaming && kept == 0 && cap(f.in) > idleSize:
 		f.in = make([]byte, 0, idleSize)
 	}
-	free := f.in[kept:cap(f.in)]
-	n, err := f.body.Read(free)
+	room := f.in[kept:cap(f.in)]
+	n, err := f.body.Read(room)
 	f.in = f.in[:kept+n]
-	f.streaming = n == len(free) // the body had at least as much as the buffer could take
+	f.streaming = n == len(room) // the body had at least as much as the buffer could take
 	if err != nil {
 		f.err = err
 	}
