@@ -22,7 +22,7 @@ import (
 func TestIntegrationFirstWriteMustBeAnApply(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	const manager = "convergo-test"
+	const owner = "convergo-test"
 	configMap := func(name string, data map[string]string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -37,23 +37,23 @@ func TestIntegrationFirstWriteMustBeAnApply(t *testing.T) {
 	}{{
 		name: "server-side apply",
 		first: func(t *testing.T, cm *corev1.ConfigMap) error {
-			return env.Client.Patch(t.Context(), cm, client.Apply, client.FieldOwner(manager), client.ForceOwnership)
+			return env.Client.Patch(t.Context(), cm, client.Apply, client.FieldOwner(owner), client.ForceOwnership)
 		},
 		wantData: map[string]string{"b": "2"},
 	}, {
 		name: "create",
 		first: func(t *testing.T, cm *corev1.ConfigMap) error {
-			return env.Client.Create(t.Context(), cm, client.FieldOwner(manager))
+			return env.Client.Create(t.Context(), cm, client.FieldOwner(owner))
 		},
 		wantData: map[string]string{"a": "1", "b": "2"},
 	}, {
 		name: "create claiming an Apply entry",
 		first: func(t *testing.T, cm *corev1.ConfigMap) error {
 			cm.ManagedFields = []metav1.ManagedFieldsEntry{{
-				Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+				Manager: owner, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
 				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:a":{},"f:b":{}}}`)},
 			}}
-			return env.Client.Create(t.Context(), cm, client.FieldOwner(manager))
+			return env.Client.Create(t.Context(), cm, client.FieldOwner(owner))
 		},
 		wantData: map[string]string{"a": "1", "b": "2"},
 	}}
@@ -65,7 +65,7 @@ func TestIntegrationFirstWriteMustBeAnApply(t *testing.T) {
 			}
 			// The desired object drops key a; the same field manager applies it.
 			applied := configMap(name, map[string]string{"b": "2"})
-			if err := env.Client.Patch(t.Context(), applied, client.Apply, client.FieldOwner(manager), client.ForceOwnership); err != nil {
+			if err := env.Client.Patch(t.Context(), applied, client.Apply, client.FieldOwner(owner), client.ForceOwnership); err != nil {
 				t.Fatalf("apply without key a: %v", err)
 			}
 			if diff := cmp.Diff(tt.wantData, applied.Data); diff != "" {
