@@ -17,7 +17,6 @@ import (
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
-	"github.com/convergo-dev/convergo/reconcile"
 )
 
 // receiverWorkers is the receiver's number of workers, the expert's and Convergo's.
@@ -25,8 +24,7 @@ const receiverWorkers = 4
 
 // receiver is the least an operator of Welcomes does when it restarts: its manager lists and watches
 // the Welcomes and the three kinds of their children in the namespace, without managedFields (as
-// the expert's cache), its controller starts its workers as soon as its informers have synced
-// (reconcile.NewCache, as Convergo's: not at controller-runtime's next 100-ms check), and each of its
+// the expert's cache), and each of its
 // reconciles reads its Welcome from the cache and nothing else: no child read, no request, no
 // status. A child's event goes to the Welcome its controller reference names, read from the
 // reference alone (controller-runtime's Owns asks its REST mapper for the owner's kind at every
@@ -41,7 +39,6 @@ var receiver = Implementation{
 	Cache: func(opts *cache.Options) {
 		opts.DefaultTransform = cache.TransformStripManagedFields()
 	},
-	NewCache: reconcile.NewCache,
 }
 
 // receiverFor returns the receiver that measures impl's restart floor: the receiver with impl's client

@@ -39,7 +39,6 @@ func TestReceiver(t *testing.T) {
 		harness.WithManagerOptions(func(o *manager.Options) {
 			o.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
 			receiver.Cache(&o.Cache)
-			o.NewCache = receiver.NewCache
 		}))
 
 	var done int

@@ -54,7 +54,7 @@ func TestReceiverFor(t *testing.T) {
 			if diff := cmp.Diff("receiver", got.Name); diff != "" {
 				t.Errorf("Name (-want +got):\n%s", diff)
 			}
-			if got.Setup == nil || got.Cache == nil || got.NewCache == nil {
+			if got.Setup == nil || got.Cache == nil {
 				t.Error("the receiver lost its setup or cache options")
 			}
 			if diff := cmp.Diff(tt.want, got.clientConfig(&rest.Config{}).DisableCompression); diff != "" {

@@ -46,9 +46,6 @@ type Implementation struct {
 	// Cache, when set, adjusts the manager's cache options (after the bench limits them to the
 	// namespace), as the implementation's main does.
 	Cache func(*cache.Options)
-	// NewCache, when set, builds the manager's cache (manager.Options.NewCache), as the
-	// implementation's main does.
-	NewCache cache.NewCacheFunc
 	// Config, when set, adjusts a copy of the manager's client configuration, as the implementation's
 	// main would.
 	Config func(*rest.Config)
@@ -1094,9 +1091,6 @@ func (r *run) startManager(ctx context.Context, impl Implementation, waitSync bo
 	}
 	if impl.Cache != nil {
 		impl.Cache(&opts.Cache)
-	}
-	if impl.NewCache != nil {
-		opts.NewCache = impl.NewCache
 	}
 	mgr, err := manager.New(r.latency.wrap(r.counter.Wrap(impl.clientConfig(r.env.Config))), opts)
 	if err != nil {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -249,22 +250,11 @@ type applyCall struct {
 	gvk    schema.GroupVersionKind
 	id     objectID
 	scheme *runtime.Scheme
-	// intent and hash are computed when first needed (see computeIntent): a slim copy that records
-	// the same desired object (see desiredDigest) needs neither.
+	// intent and hash are computed when first needed (see computeIntent).
 	intent map[string]any
 	hash   string
 	// stamped: intent carries AnnotationIntentHash (set when first needed, see stamp).
 	stamped bool
-	// desired is desiredDigest of obj, computed when first needed.
-	desired string
-}
-
-// desiredDigest returns the digest of the prepared desired object (see desiredDigest), once.
-func (c *applyCall) desiredDigest() string {
-	if c.desired == "" {
-		c.desired = desiredDigest(c.obj, c.gvk)
-	}
-	return c.desired
 }
 
 // computeIntent computes the intent of the prepared desired object and its hash, once.
@@ -283,8 +273,7 @@ func (c *applyCall) computeIntent() error {
 	return nil
 }
 
-// stamp sets AnnotationIntentHash on the intent, once: only a write and the comparison with a whole
-// cached copy need it, a slim copy's digest does not.
+// stamp sets AnnotationIntentHash on the intent, once.
 func (c *applyCall) stamp() error {
 	if c.stamped {
 		return nil
@@ -345,21 +334,6 @@ func (a *Applier) current(ctx context.Context, c *applyCall) (client.Object, err
 		return nil, nil
 	}
 	return nil, err
-}
-
-// digestHolds reports whether a child of uid whose applied digest is digest holds c's intent.
-func (a *Applier) digestHolds(c *applyCall, uid types.UID, digest string) bool {
-	return digestMatches(digest, c.hash) || a.known.holdsDigest(uid, digest, c.hash)
-}
-
-// remember records the digest of result, the answer to a write of c's intent over a slim cached copy,
-// when it differs from the intent hash (a value the API server or a webhook changed): a later cached
-// copy with that digest then holds the intent without a write. (After a create it is not computed: the
-// first slim copy that does not hold the intent costs one write, which remembers.)
-func (a *Applier) remember(c *applyCall, result client.Object) {
-	if digest := digestOf(result, c.gvk, a.cfg.fieldManager); digest != "" && !digestMatches(digest, c.hash) {
-		a.known.holds(result.GetUID(), digest, c.hash)
-	}
 }
 
 // readLive reads the object key, of proto's type, from the API server (the Applier's reader); nil when
@@ -427,9 +401,6 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 	switch {
 	case err == nil:
 		a.known.wrote(c.id, c.ownerUID(), a.proto(c.obj), live.GetResourceVersion(), result, c.hash, false)
-		if _, _, slimmed := appliedDigest(live, a.cfg.fieldManager); slimmed {
-			a.remember(c, result)
-		}
 		return result, OperationUpdated, nil
 	case identityChanged(err) && !retry:
 		return nil, "", fmt.Errorf("apply %s: the child was deleted or replaced while it was applied: %w", c.describe(), err)
@@ -451,20 +422,6 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 // semantics (see isSubset), and the intent hash annotation (the intent's shape, so that a field
 // dropped from the intent counts); path is the first difference.
 func (a *Applier) holds(c *applyCall, live client.Object) (bool, string, error) {
-	if digest, desired, slimmed := appliedDigest(live, a.cfg.fieldManager); slimmed {
-		// A copy a SlimCache keeps: its digest is all that is left of the fields we applied. A digest
-		// that does not say the child holds the intent means a write, without a read first: the
-		// intent changed, or someone changed a field we applied (it is no longer ours), and the
-		// apply, guarded by the UID, makes the child hold the intent again in one request.
-		if desired != "" && desired == c.desiredDigest() {
-			// Our last apply, of this very desired object, still holds: its intent is this one.
-			return true, "", nil
-		}
-		if err := c.computeIntent(); err != nil {
-			return false, "", err
-		}
-		return a.digestHolds(c, live.GetUID(), digest), "metadata.annotations." + AnnotationApplied, nil
-	}
 	if err := c.stamp(); err != nil {
 		return false, "", err
 	}
@@ -574,7 +531,7 @@ func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuar
 	if err := c.stamp(); err != nil {
 		return nil, err
 	}
-	body, err := applyBody(withAppliedIntent(c.intent, c.gvk, c.hash, c.desiredDigest()), g)
+	body, err := applyBody(c.intent, g)
 	if err != nil {
 		return nil, fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
@@ -614,7 +571,7 @@ func applyBody(intent map[string]any, g applyGuard) ([]byte, error) {
 		intent = maps.Clone(intent)
 		intent["metadata"] = md
 	}
-	return appendJSON(nil, intent)
+	return json.Marshal(intent)
 }
 
 // identityChanged reports whether a UID-guarded apply failed because the object is no longer the one

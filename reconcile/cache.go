@@ -15,11 +15,7 @@ import (
 // Convergo operator reads:
 //
 //   - no object keeps its managedFields (nothing in Convergo reads them; they are often half of an
-//     object's size); with NewCache, a custom resource's are not even decoded;
-//   - the strings objects repeat (label keys and values, annotation keys, namespaces, owner names and
-//     UIDs, status condition reasons) are shared between the cached objects instead of copied into
-//     each (one table of the process, which drops the strings of deleted objects); the strings
-//     written for one object (applied-intent digests, condition messages) are left out of it;
+//     object's size);
 //   - the informers of the child kinds given list and watch only objects carrying the tracking label
 //     convergo.dev/owner-uid, which every child the Applier writes carries: the API server filters, so
 //     objects of those kinds that are not a Convergo child cost neither memory nor events.
@@ -41,17 +37,8 @@ func LeanCache(opts *cache.Options, children ...client.Object) {
 	next := opts.DefaultTransform
 	strip := cache.TransformStripManagedFields()
 	opts.DefaultTransform = func(in any) (any, error) {
-		if _, ok := in.(managedFieldsProbe); ok {
-			return droppedManagedFields{}, nil // nothing after this sees managedFields (see NewCache)
-		}
 		out, err := strip(in)
-		if err != nil {
-			return out, err
-		}
-		if obj, ok := out.(client.Object); ok {
-			internObject(obj)
-		}
-		if next == nil {
+		if err != nil || next == nil {
 			return out, nil
 		}
 		return next(out)

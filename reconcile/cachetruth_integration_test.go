@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,8 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -36,41 +32,33 @@ import (
 // The invariants that rest on a child's absence or ownership hold whatever the cache shows. Each test
 // here runs with these caches: the manager's cache as it is ("current"), one whose watch events are
 // held back from the moment the test acts ("lagging": it shows the state of its first list and nothing
-// after), one filtered by a label no object carries ("filtered": it never shows a child), slim ones,
-// one restricted to the test's namespace and built by reconcile.NewCache ("namespaced": as an
-// operator watching its own namespaces has it; cluster-scoped children are cached cluster-wide), and
-// the examples' cache (reconcile.NewCache with SlimCache, which decodes a custom resource's watch
-// events itself) lagging and filtered.
+// after), one filtered by a label no object carries ("filtered": it never shows a child), the
+// examples' cache (reconcile.LeanCache: only our children, no managedFields), alone and lagging, and
+// one restricted to the test's namespace ("namespaced": as an operator watching its own namespaces
+// has it; cluster-scoped children are cached cluster-wide).
 
 type cacheVariant struct {
 	name   string
 	lag    bool
 	filter bool
-	// slim: the children's cached copies are those of a SlimCache (digests instead of specs).
-	slim bool
+	// lean: the children are cached as reconcile.LeanCache keeps them (tracked children only).
+	lean bool
 	// namespaced: the cache holds the test's namespace only (see configure).
 	namespaced bool
-	// newCache: the cache is built by reconcile.NewCache (as the namespaced one is).
-	newCache bool
 }
 
 var cacheVariants = []cacheVariant{
 	{name: "current"}, {name: "lagging", lag: true}, {name: "filtered", filter: true},
-	{name: "slim", slim: true}, {name: "slim-lagging", slim: true, lag: true}, {name: "namespaced", namespaced: true, newCache: true},
-	{name: "newcache-slim-lagging", newCache: true, slim: true, lag: true},
-	{name: "newcache-slim-filtered", newCache: true, slim: true, filter: true},
+	{name: "lean", lean: true}, {name: "lean-lagging", lean: true, lag: true}, {name: "namespaced", namespaced: true},
+	{name: "lean-filtered", lean: true, filter: true},
 }
 
 // configure sets o's cache for a test whose children are of the given kinds: built by
-// reconcile.NewCache for the variants that ask for it, limited to namespace ns for the namespaced one,
-// the children filtered by a label none carries for the filtered variants, and cached slim for the
-// slim ones.
+// limited to namespace ns for the namespaced one, the children filtered by a label none carries for
+// the filtered variants, and cached as LeanCache keeps them for the lean ones.
 func (v cacheVariant) configure(o *manager.Options, ns string, children ...client.Object) {
 	if v.namespaced {
 		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	}
-	if v.newCache {
-		o.NewCache = reconcile.NewCache
 	}
 	if v.filter {
 		never := labels.SelectorFromSet(labels.Set{"convergo.test/visible": "never"})
@@ -79,8 +67,8 @@ func (v cacheVariant) configure(o *manager.Options, ns string, children ...clien
 			o.Cache.ByObject[c] = cache.ByObject{Label: never}
 		}
 	}
-	if v.slim {
-		reconcile.SlimCache(&o.Cache, children...)
+	if v.lean {
+		reconcile.LeanCache(&o.Cache, children...)
 	}
 }
 
@@ -168,7 +156,7 @@ func TestIntegrationNeverStealWhateverTheCache(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if !v.lag && !v.filter && !v.slim { // a SlimCache, lean, holds only objects with our tracking label
+			if !v.lag && !v.filter && !v.lean { // a LeanCache holds only objects with our tracking label
 				for _, o := range []client.Object{orphan, taken} {
 					harness.Eventually(t, waitTimeout, func() (bool, string) {
 						err := mgr.GetClient().Get(t.Context(), client.ObjectKeyFromObject(o), &appsv1.Deployment{})
@@ -324,21 +312,20 @@ func outOfOrder(exist []string) string {
 // replaces them whole). One Apply reverts each; a sidecar container and an env var someone adds (lists
 // merged by key) cause no write.
 func TestIntegrationApplyRevertsAtomicListEscalation(t *testing.T) {
-	for _, slim := range []bool{false, true} {
-		name := "lean"
+	for _, lean := range []bool{false, true} {
+		name := "whole"
 		var opts []harness.ManagerOption
-		if slim {
-			name = "slim"
+		if lean {
+			name = "lean"
 			opts = append(opts, harness.WithManagerOptions(func(o *manager.Options) {
-				reconcile.SlimCache(&o.Cache, cachedKinds()...)
+				reconcile.LeanCache(&o.Cache, cachedKinds()...)
 			}))
 		}
 		t.Run(name, func(t *testing.T) { testAtomicListEscalation(t, newFixture(t, opts...)) })
 	}
 }
 
-// testAtomicListEscalation: with a SlimCache the cache holds no list to compare, only digests: an
-// unchanged child costs no request, a changed one a write, as with whole copies.
+// testAtomicListEscalation: an unchanged child costs no request, a changed one a write.
 func testAtomicListEscalation(t *testing.T, f *fixture) {
 	a := f.applier(reconcile.WithAPIReader(f.mgr.GetAPIReader()))
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-role"},
@@ -406,7 +393,7 @@ func testAtomicListEscalation(t *testing.T, f *fixture) {
 		}
 		wantWrites, wantReads := 0, 0
 		if s.wantOp == reconcile.OperationUpdated {
-			wantWrites = 1 // with a SlimCache too: the digest says a write is due, no read first
+			wantWrites = 1
 		}
 		snap := f.counter.Snapshot()
 		if writes, reads := snap.Writes(), snap.Count("get", ""); writes != wantWrites || reads != wantReads {
@@ -438,11 +425,9 @@ func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
 			childGate := newWatchGateFor("configmaps", "clusterroles")
 			widgetGate := newWatchGateFor("widgets")
 			cfg := widgetGate.wrap(childGate.wrap(counter.Wrap(env.Config)))
-			var decoded informerWatches
 			mgr := env.StartManager(t, nil, harness.WithManagerConfig(cfg), harness.WithManagerOptions(func(o *manager.Options) {
 				o.Scheme = widgetScheme
 				v.configure(o, ns, &corev1.ConfigMap{}, &rbacv1.ClusterRole{})
-				decoded.record(&o.Cache)
 			}))
 			t.Cleanup(childGate.resume)
 			t.Cleanup(widgetGate.resume)
@@ -535,49 +520,8 @@ func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
 				}
 				widgetGate.resume()
 			}
-			// The variants built by NewCache read the Widgets' watches with its own decoder, held back by
-			// the gate as client-go's would be.
-			if diff := cmp.Diff(v.newCache, decoded.own("*testapi.Widget") > 0); diff != "" {
-				t.Errorf("the Widgets' watch events decoded by NewCache's own decoder (-want +got):\n%s", diff)
-			}
 		})
 	}
-}
-
-// informerWatches records the ListerWatcher a cache gives each of its informers, by the informer's
-// object type (as %T prints it).
-type informerWatches struct {
-	mu  sync.Mutex
-	lws map[string]toolscache.ListerWatcher
-}
-
-// record makes the cache of o record its informers' ListerWatchers in w.
-func (w *informerWatches) record(o *cache.Options) {
-	next := o.NewInformer
-	o.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-		w.mu.Lock()
-		if w.lws == nil {
-			w.lws = map[string]toolscache.ListerWatcher{}
-		}
-		w.lws[fmt.Sprintf("%T", obj)] = lw
-		w.mu.Unlock()
-		if next != nil {
-			return next(lw, obj, resync, idx)
-		}
-		return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
-	}
-}
-
-// own is how many watches of the informer of type typ NewCache's decoder read (0 when there is no
-// such informer, -1 when its cache is not NewCache's).
-func (w *informerWatches) own(typ string) int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	lw, ok := w.lws[typ]
-	if !ok {
-		return 0
-	}
-	return reconcile.OwnDecodedWatches(lw)
 }
 
 // waitWidgetCached waits until the manager's cache shows the Widget key in the state ok wants.

@@ -48,12 +48,11 @@ type quietCache struct {
 }
 
 // quietCaches: the manager's cache as it is, one that lags, one filtered to Convergo's children
-// (LeanCache) and a slim one (SlimCache): no wake-up that matters may be lost with any of them.
+// (LeanCache): no wake-up that matters may be lost with any of them.
 var quietCaches = []quietCache{
 	{name: "current"},
 	{name: "lagging", lag: 300 * time.Millisecond},
 	{name: "filtered", cache: func(o *cache.Options) { reconcile.LeanCache(o, &appsv1.Deployment{}) }},
-	{name: "slim", cache: func(o *cache.Options) { reconcile.SlimCache(o, &appsv1.Deployment{}) }},
 }
 
 func newQuietTest(t *testing.T, qc quietCache, opts ...reconcile.ReconcilerOption) *quietTest {

@@ -98,7 +98,7 @@ func Intent(obj runtime.Object, scheme *runtime.Scheme) (map[string]any, error) 
 // annotation itself and the shard labels (sharding.LabelPrefix: they follow the owner from member to
 // member, and the move relabels the children). encoding/json sorts map keys, which makes the encoding canonical.
 func IntentHash(intent map[string]any) (string, error) {
-	data, err := appendJSON(nil, hashedIntent(intent))
+	data, err := json.Marshal(hashedIntent(intent))
 	if err != nil {
 		return "", fmt.Errorf("hash intent: %w", err)
 	}
@@ -106,9 +106,12 @@ func IntentHash(intent map[string]any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// shapeHash returns the value of AnnotationIntentHash for intent (see Intent): the first recordLen
-// hex digits, as many as each digest of LabelAppliedIntent keeps (a Deployment's annotations are
-// copied to each of its ReplicaSets, so each byte is stored more than once), of the sha256 of its
+// shapeLen is how many hex digits of its sha256 AnnotationIntentHash keeps (80 bits: a Deployment's
+// annotations are copied to each of its ReplicaSets, so each byte is stored more than once).
+const shapeLen = 20
+
+// shapeHash returns the value of AnnotationIntentHash for intent (see Intent): the first shapeLen
+// hex digits of the sha256 of its
 // shape: intent with every scalar that is not inside a list replaced by the same placeholder, without
 // the annotation itself and the shard labels (as IntentHash). Map keys and lists, items and all, stay:
 // the drift check (isSubset) cannot see that the intent dropped a key, a list item or a field of a
@@ -119,7 +122,7 @@ func shapeHash(intent map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return h[:recordLen], nil
+	return h[:shapeLen], nil
 }
 
 // shapeOf returns v with every scalar outside lists replaced by true.
@@ -184,20 +187,8 @@ func reduceMetadata(m any) map[string]any {
 	}
 	if anns, ok := out["annotations"].(map[string]any); ok {
 		delete(anns, AnnotationIntentHash)
-		delete(anns, LabelAppliedIntent) // a Service's record (appliedIntentInAnnotation)
 		if len(anns) == 0 {
 			delete(out, "annotations")
-		}
-	}
-	if labels, ok := out["labels"].(map[string]any); ok {
-		if _, ok := labels[LabelAppliedIntent]; ok {
-			labels = maps.Clone(labels)
-			delete(labels, LabelAppliedIntent)
-			if len(labels) == 0 {
-				delete(out, "labels")
-			} else {
-				out["labels"] = labels
-			}
 		}
 	}
 	return out

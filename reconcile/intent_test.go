@@ -297,8 +297,8 @@ func TestShapeHash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(h) != recordLen {
-			t.Errorf("shape hash %q has %d hex digits, want %d", h, len(h), recordLen)
+		if len(h) != shapeLen {
+			t.Errorf("shape hash %q has %d hex digits, want %d", h, len(h), shapeLen)
 		}
 		return h
 	}

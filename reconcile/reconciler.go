@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -114,15 +115,13 @@ type reconcilerConfig struct {
 	owns          []client.Object
 	applierOpts   []ApplierOption
 	maxConcurrent int
-	// defaultMaxConcurrent applies when neither maxConcurrent nor the manager's options set a number.
-	defaultMaxConcurrent int
-	recorder             events.EventRecorder
-	changeEvents         bool
-	pollInterval         time.Duration
-	watches              []extraWatch
-	observer             ReconcileObserver
-	rateLimiter          workqueue.TypedRateLimiter[ctrl.Request]
-	shard                *sharding.Shard
+	recorder      events.EventRecorder
+	changeEvents  bool
+	pollInterval  time.Duration
+	watches       []extraWatch
+	observer      ReconcileObserver
+	rateLimiter   workqueue.TypedRateLimiter[ctrl.Request]
+	shard         *sharding.Shard
 	// everyChildChange: every child update wakes the owner (WithEveryChildChange).
 	everyChildChange bool
 	// deletionConcurrent is WithDeletionConcurrency's number.
@@ -198,14 +197,6 @@ func WithApplierOptions(opts ...ApplierOption) ReconcilerOption {
 // write to the object works on what that write returned, so it does not repeat the write or conflict.
 func WithMaxConcurrentReconciles(n int) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.maxConcurrent = n }
-}
-
-// WithDefaultMaxConcurrentReconciles sets how many objects are reconciled at once when neither
-// WithMaxConcurrentReconciles nor the manager's options (Controller.MaxConcurrentReconciles or
-// GroupKindConcurrency) set a number: a default of the operator's that its main can still override
-// through the manager.
-func WithDefaultMaxConcurrentReconciles(n int) ReconcilerOption {
-	return func(c *reconcilerConfig) { c.defaultMaxConcurrent = n }
 }
 
 // WithDeletionConcurrency gives the objects being deleted n places of their own: up to n of them are
@@ -291,8 +282,8 @@ type Reconciler[T Object] struct {
 	children ChildrenFunc[T]
 	client   client.Client
 	scheme   *runtime.Scheme
-	// cache is the manager's, for the controller's sources, with prompt waits for sync.
-	cache     *promptCache
+	// cache is the manager's, for the controller's sources.
+	cache     cache.Cache
 	applier   *Applier
 	patcher   *status.Patcher
 	apiReader client.Reader
@@ -366,10 +357,11 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 	r := &Reconciler[T]{
 		children:     hooks.Children,
 		cleanup:      hooks.Cleanup,
+		suspendedFn:  hooks.Suspended,
 		statusFn:     hooks.Status,
 		client:       mgr.GetClient(),
 		scheme:       mgr.GetScheme(),
-		cache:        newPromptCache(mgr.GetCache()),
+		cache:        mgr.GetCache(),
 		poll:         cfg.pollInterval,
 		maxConc:      cfg.maxConcurrent,
 		deletionConc: cfg.deletionConcurrent,
@@ -431,11 +423,6 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	if r.recorder == nil {
 		r.recorder = mgr.GetEventRecorder(r.name)
 	}
-	if r.maxConc <= 0 && cfg.defaultMaxConcurrent > 0 {
-		if c := mgr.GetControllerOptions(); c.MaxConcurrentReconciles <= 0 && len(c.GroupKindConcurrency) == 0 {
-			r.maxConc = cfg.defaultMaxConcurrent
-		}
-	}
 	r.wake = newChildWatch(gvk.GroupKind(), cfg.everyChildChange)
 	r.handler = r.wake.handler(ownership.EnqueueTrackedOwner(r.newObj(), r.scheme))
 	r.counts = newChildCounts()
@@ -476,9 +463,7 @@ func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 // unless WithEveryChildChange is given. Children are mapped to their owner through
 // the tracking labels every child carries
 // (ownership.EnqueueTrackedOwner), which covers children with an owner reference as well as
-// cluster-scoped and cross-namespace ones. With the manager's cache built by NewCache, the informers
-// of T, of every WithOwns type and of every WithWatches watch start with the manager and list at the
-// same time, also before a field index's informer has synced.
+// cluster-scoped and cross-namespace ones.
 func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if r.initErr != nil {
 		return r.initErr
@@ -489,8 +474,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 		r.gate = newWorkerGate(others, r.deletionConc)
 		opts.MaxConcurrentReconciles = others + r.deletionConc
 	}
-	// The sources take the prompt cache from the manager the builder is given (see promptsync.go).
-	b := builder.ControllerManagedBy(promptManager{Manager: mgr, cache: r.cache}).
+	b := builder.ControllerManagedBy(mgr).
 		Named(r.name).
 		For(r.newObj(), builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{},
@@ -501,13 +485,6 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 		WithOptions(opts).
 		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
 		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.known.observer(r.gvk.GroupKind())))
-	early := append([]client.Object{r.newObj()}, r.owns...)
-	for _, w := range r.watches {
-		if obj, ok := w.cached(r.scheme); ok {
-			early = append(early, obj)
-		}
-	}
-	r.cache.startEarly(context.Background(), early...)
 	r.mu.Lock()
 	for _, o := range r.owns {
 		gvk, _ := apiutil.GVKForObject(o, r.scheme)

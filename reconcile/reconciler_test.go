@@ -490,36 +490,6 @@ func TestReconcilerPassesOptionsOn(t *testing.T) {
 	}
 }
 
-// TestDefaultMaxConcurrentReconciles: the operator's default applies only when nothing else sets a
-// number of workers.
-func TestDefaultMaxConcurrentReconciles(t *testing.T) {
-	s := rtScheme(t)
-	cases := map[string]struct {
-		mgr  config.Controller
-		opts []ReconcilerOption
-		want int
-	}{
-		"nothing else set":       {opts: []ReconcilerOption{WithDefaultMaxConcurrentReconciles(4)}, want: 4},
-		"the manager sets it":    {mgr: config.Controller{MaxConcurrentReconciles: 2}, opts: []ReconcilerOption{WithDefaultMaxConcurrentReconciles(4)}, want: 0},
-		"the manager sets kinds": {mgr: config.Controller{GroupKindConcurrency: map[string]int{"Widget.test.convergo.dev": 3}}, opts: []ReconcilerOption{WithDefaultMaxConcurrentReconciles(4)}, want: 0},
-		"the option sets it":     {opts: []ReconcilerOption{WithDefaultMaxConcurrentReconciles(4), WithMaxConcurrentReconciles(8)}, want: 8},
-		"no default":             {want: 0},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s, ctrl: tc.mgr}
-			r := NewReconciler(mgr, Hooks[*testapi.Widget]{Children: func(context.Context, *testapi.Widget) (*Graph, error) { return NewGraph(), nil }},
-				append([]ReconcilerOption{WithEventRecorder(events.NewFakeRecorder(1))}, tc.opts...)...)
-			if r.initErr != nil {
-				t.Fatal(r.initErr)
-			}
-			if diff := cmp.Diff(tc.want, r.maxConc); diff != "" {
-				t.Errorf("workers (0: controller-runtime's choice from the manager) (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 // rtOther is another Object type, to pass hooks for the wrong type.
 type rtOther struct{ testapi.Widget }
 

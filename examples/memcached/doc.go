@@ -9,13 +9,11 @@
 //	kubectl apply -k examples/memcached/config/samples
 //	kubectl wait --for=condition=Ready memcached/sessions
 //
-// Flags: --metrics-bind-address (default "0": off; the manifests serve HTTPS on ":8443" with
-// authentication and authorization, see --metrics-secure), --health-probe-bind-address (":8081"),
-// --leader-elect, --leader-election-namespace, --kubeconfig and the zap logging flags (--zap-log-level,
-// --zap-encoder, --zap-devel...); --shard-ring, --shard-member (default $POD_NAME) and --shard-namespace
-// (default $POD_NAMESPACE) run it sharded, every replica active on its share of the Memcacheds (package
-// sharding; config/sharded deploys it as a StatefulSet), --webhook-host, --webhook-port (9443) and --webhook-cert-path (the
-// directory of tls.crt and tls.key; default controller-runtime's, <temp>/k8s-webhook-server/serving-certs).
+// Flags: --metrics-bind-address (default "0": off), --health-probe-bind-address (":8081"),
+// --leader-election-namespace (elect a leader with a Lease there), --kubeconfig, the zap logging flags (--zap-log-level, --zap-devel...),
+// --webhook-port (9443) and --webhook-cert-path (the directory of tls.crt and tls.key; default
+// controller-runtime's, <temp>/k8s-webhook-server/serving-certs). Sharding is shown in the Welcome
+// example.
 //
 // It serves the defaulting webhook of package webhook (a memory limit and request sized from
 // spec.cacheSizeMB and spec.maxConnections) unless the environment sets ENABLE_WEBHOOKS=false, as in

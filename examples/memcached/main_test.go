@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/testing/harness"
@@ -55,7 +57,7 @@ func startOperator(t *testing.T, env *harness.Env, f flags) {
 func TestRun(t *testing.T) {
 	env := harness.Default()
 	hooks := env.WebhookOptions()
-	startOperator(t, env, flags{metricsAddr: "0", probeAddr: "0", webhookHost: hooks.Host, webhookPort: hooks.Port, webhookCertPath: hooks.CertDir})
+	startOperator(t, env, flags{metrics: metricsserver.Options{BindAddress: "0"}, probeAddr: "0", webhook: webhook.Options{Host: hooks.Host, Port: hooks.Port, CertDir: hooks.CertDir}})
 	env.WaitForWebhookServer(t, time.Minute)
 
 	ns := env.Namespace(t)
@@ -95,7 +97,7 @@ func TestRunWithoutWebhooks(t *testing.T) {
 	}
 	env := harness.Default()
 	// An empty certificate directory: with the webhook enabled its server would fail to start.
-	startOperator(t, env, flags{metricsAddr: "0", probeAddr: "0", webhookCertPath: t.TempDir()})
+	startOperator(t, env, flags{metrics: metricsserver.Options{BindAddress: "0"}, probeAddr: "0", webhook: webhook.Options{CertDir: t.TempDir()}})
 
 	ns := env.Namespace(t)
 	mc := &v1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}, Spec: v1alpha1.MemcachedSpec{Size: 1}}

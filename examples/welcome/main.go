@@ -44,8 +44,8 @@ func main() {
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `Address of the /healthz and /readyz endpoints; "0" turns them off.`)
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&f.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace; required outside a cluster).")
-	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "How many Welcomes are reconciled at once.")
-	flag.IntVar(&f.deletions, "max-concurrent-deletions", controller.DefaultMaxConcurrentDeletions, "How many Welcomes being deleted are finalized at once, besides the others (0: they share --max-concurrent-reconciles).")
+	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", 0, "How many Welcomes are reconciled at once (0: controller-runtime's default, 1).")
+	flag.IntVar(&f.deletions, "max-concurrent-deletions", 0, "How many Welcomes being deleted are finalized at once, besides the others (0: they share --max-concurrent-reconciles).")
 	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "", `Address of the Go profiler's endpoints (/debug/pprof), e.g. "127.0.0.1:6060"; empty turns them off.`)
 	flag.StringVar(&f.shardRing, "shard-ring", "", "Run sharded: every replica is active and reconciles its share of the Welcomes; the ring's name. Excludes --leader-elect.")
 	flag.StringVar(&f.shardMember, "shard-member", os.Getenv("POD_NAME"), "This replica's stable name in the ring (default: $POD_NAME, a StatefulSet pod's name).")
@@ -87,8 +87,6 @@ func run(ctx context.Context, f flags) error {
 		LeaderElectionNamespace:       f.leaderElectNS,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{MaxConcurrentReconciles: f.concurrency},
-		// Controllers start as soon as the informers have listed, not at the next 100-ms check.
-		NewCache: reconcile.NewCache,
 	}
 	// The cache holds no managedFields, and of the child kinds only this operator's children.
 	controller.CacheOptions(&opts.Cache)

@@ -16,10 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -38,17 +35,21 @@ import (
 // ratios) in the middle, so that reversing the order every other round keeps it there.
 const defaultImplementations = "convergo,expert,baseline"
 
+// convergoDeletionWorkers is how many Welcomes being deleted Convergo's operator finalizes at once,
+// besides the others: kube-controller-manager's --concurrent-gc-syncs default.
+const convergoDeletionWorkers = 20
+
 // implementations are the operators the bench knows, by name.
 var implementations = map[string]bench.Implementation{
 	"convergo": {
-		Name: "convergo", Setup: controller.SetupWithManager, Cache: controller.CacheOptions, NewCache: reconcile.NewCache,
-		Install: installFinalizerPolicy,
-		Description: fmt.Sprintf("examples/welcome as shipped: %d workers (controller.DefaultMaxConcurrentReconciles) and %d more for Welcomes being deleted (controller.DefaultMaxConcurrentDeletions), "+
-			"its main's cache options (controller.CacheOptions: no managedFields; of the child kinds only Convergo children, "+
-			"cached slim: metadata, status, scalars and a digest of what it applied; repeated strings shared), "+
-			"its config/admission policy (the API server adds the finalizer to new Welcomes; bound to the bench namespace), "+
-			"its main's cache constructor (reconcile.NewCache: waits for informers to sync end when they report it, not at the next 100-ms check; REST mappings remembered)",
-			controller.DefaultMaxConcurrentReconciles, controller.DefaultMaxConcurrentDeletions),
+		Name: "convergo", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(expert.DefaultMaxConcurrentReconciles),
+			reconcile.WithDeletionConcurrency(convergoDeletionWorkers)),
+		Cache: controller.CacheOptions, Install: installFinalizerPolicy,
+		Description: fmt.Sprintf("examples/welcome with the expert's %d workers (reconcile.WithMaxConcurrentReconciles) and %d more for Welcomes being deleted "+
+			"(reconcile.WithDeletionConcurrency, as many as the garbage collector's workers, which do the expert's deletions), "+
+			"its main's cache options (controller.CacheOptions: reconcile.LeanCache, no managedFields; of the child kinds only Convergo children), "+
+			"its config/admission policy (the API server adds the finalizer to new Welcomes; bound to the bench namespace)",
+			expert.DefaultMaxConcurrentReconciles, convergoDeletionWorkers),
 	},
 	"expert": {
 		Name:  "expert",
@@ -73,7 +74,6 @@ var implementations = map[string]bench.Implementation{
 	// where the time goes into waiting for the API server (-impl convergo,expert,convergo-8).
 	"convergo-8": {
 		Name: "convergo-8", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(8)), Cache: controller.CacheOptions,
-		NewCache:    reconcile.NewCache,
 		Description: "examples/welcome with 8 workers (reconcile.WithMaxConcurrentReconciles(8))",
 	},
 	// Not measured by default: Convergo's operator as shipped but with as many workers as
@@ -81,25 +81,17 @@ var implementations = map[string]bench.Implementation{
 	// the expert's deletions, for every Welcome (-impl convergo-20,expert,convergo).
 	"convergo-20": {
 		Name: "convergo-20", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(20)), Cache: controller.CacheOptions,
-		NewCache: reconcile.NewCache, Install: installFinalizerPolicy,
-		Description: "examples/welcome as shipped, with 20 workers (reconcile.WithMaxConcurrentReconciles(20)), as many as the garbage collector's, besides its places for deletions",
+		Install:     installFinalizerPolicy,
+		Description: "examples/welcome with 20 workers (reconcile.WithMaxConcurrentReconciles(20)), as many as the garbage collector's, besides its places for deletions",
 	},
 	// Not measured by default: Convergo's operator as shipped but without places of its own for the
 	// Welcomes being deleted, to show what those places change (-impl convergo,expert,convergo-shared).
 	"convergo-shared": {
-		Name: "convergo-shared", Setup: controller.Setup(reconcile.WithDeletionConcurrency(0)), Cache: controller.CacheOptions,
-		NewCache: reconcile.NewCache, Install: installFinalizerPolicy,
-		Description: "examples/welcome as shipped, but its deletions share its workers (reconcile.WithDeletionConcurrency(0))",
+		Name: "convergo-shared", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(expert.DefaultMaxConcurrentReconciles)), Cache: controller.CacheOptions,
+		Install:     installFinalizerPolicy,
+		Description: "examples/welcome with the expert's workers, its deletions sharing them (no reconcile.WithDeletionConcurrency)",
 	},
-	// Not measured by default: Convergo's operator as shipped but with its cache's lists and watches
-	// gzip-compressed, client-go's default (reconcile.WithCompression), to show what gzip costs both
-	// ends; in converge and update, where it changes little, it also shows the bench's noise
-	// (-impl convergo,convergo-gzip).
-	"convergo-gzip": {
-		Name: "convergo-gzip", Setup: controller.SetupWithManager, Cache: controller.CacheOptions,
-		NewCache: reconcile.NewCacheWith(reconcile.WithCompression()), Install: installFinalizerPolicy,
-		Description: "examples/welcome as shipped, but its cache's lists and watches gzip-compressed (reconcile.NewCacheWith(reconcile.WithCompression()))",
-	},
+
 	// Not measured by default: the expert with responses uncompressed (rest.Config.DisableCompression,
 	// as kube-controller-manager sets it), what an expert who knew would add by hand
 	// (-impl convergo,expert,expert-plain).
@@ -123,15 +115,7 @@ var implementations = map[string]bench.Implementation{
 		Cache:       expert.CacheOptions,
 		Description: "bench/expert writing each child that needs a write with a forced server-side apply of the whole child it owns (expert.Reconciler.ServerSideApply), instead of a create or merge patch",
 	},
-	// Not measured by default: Convergo's operator with whole child caches (reconcile.LeanCache instead
-	// of SlimCache), to show what slim caches change (-impl convergo,expert,convergo-lean).
-	"convergo-lean": {
-		Name: "convergo-lean", Setup: controller.SetupWithManager, NewCache: reconcile.NewCache,
-		Cache: func(opts *cache.Options) {
-			reconcile.LeanCache(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
-		},
-		Description: "examples/welcome with whole child caches: reconcile.LeanCache for its child kinds instead of controller.CacheOptions' SlimCache",
-	},
+
 	// Not measured by default: the baseline given as many workers as Convergo's operator, to show
 	// what the workers alone change (-impl convergo,expert,baseline-4).
 	"baseline-4": {
@@ -185,7 +169,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.restarts, "restarts", bench.DefaultRestarts, "how many times each round restarts each manager, one after the other (and the receiver after each, with -floor); the round's restart figures are the medians")
 	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
 	fs.StringVar(&f.impls, "impl", defaultImplementations, "comma-separated implementations to measure, in order: convergo, expert (hand-written by an expert; "+
-		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), convergo-lean (whole child caches), convergo-gzip (cache's lists and watches gzip-compressed), expert-plain (the expert with responses uncompressed), expert-apply (the expert writing with server-side applies)")
+		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), expert-plain (the expert with responses uncompressed), expert-apply (the expert writing with server-side applies)")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the markdown table")
 	fs.StringVar(&f.out, "out", "", "directory to write <date>-n<N>.md and <date>-n<N>.json to (e.g. bench/results); nothing is written without it")
 	fs.DurationVar(&f.timeout, "timeout", bench.DefaultPhaseTimeout, "how long each phase may take")

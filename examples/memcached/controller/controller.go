@@ -13,22 +13,12 @@ import (
 
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/reconcile"
-	"github.com/convergo-dev/convergo/sharding"
 )
 
 const (
 	// Name is the controller's name: its server-side apply field manager, the source of its events,
 	// the controller label of its metrics and the managed-by label of its children.
 	Name = "memcached-operator"
-	// DefaultMaxConcurrentReconciles is how many Memcacheds are reconciled at once unless the manager's
-	// options set it (ctrl.Options.Controller.MaxConcurrentReconciles, the --max-concurrent-reconciles
-	// flag of main). The library makes this safe: children are written with server-side apply, and a
-	// reconcile that starts before the cache shows the controller's own last write works on that write.
-	DefaultMaxConcurrentReconciles = 4
-	// DefaultMaxConcurrentDeletions is how many Memcacheds being deleted are finalized at once, besides
-	// the others (reconcile.WithDeletionConcurrency; the --max-concurrent-deletions flag of main): as
-	// many as the garbage collector's workers, since a deletion pass mostly waits for the API server.
-	DefaultMaxConcurrentDeletions = 20
 	// Finalizer holds a Memcached until its children are gone, Service first.
 	Finalizer = "cache.convergo.dev/finalizer"
 )
@@ -42,24 +32,14 @@ const (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
-// without managedFields, and of the child kinds (appsv1.Deployment, corev1.Service) only the
-// Convergo children, cached slim (reconcile.SlimCache: metadata, status, scalars and a digest of what
-// the controller applied; the status reads nothing else). Use it unless another controller in the
-// same manager needs every object of those kinds, or whole ones.
+// without managedFields, and of the child kinds (appsv1.Deployment, corev1.Service) only this
+// operator's children (reconcile.LeanCache). Use it unless another controller in the same manager
+// needs every object of those kinds.
 func CacheOptions(opts *cache.Options) {
-	reconcile.SlimCache(opts, &appsv1.Deployment{}, &corev1.Service{})
+	reconcile.LeanCache(opts, &appsv1.Deployment{}, &corev1.Service{})
 }
 
-// ShardCacheOptions scopes the manager's caches to one replica's share of a sharded Memcached
-// operator: the Memcacheds and the child kinds labelled with its member (sharding.Config.ScopeCache).
-// Call it after CacheOptions, and give the Reconciler the shard (Setup(reconcile.WithSharding(shard))).
-func ShardCacheOptions(opts *cache.Options, cfg sharding.Config) {
-	cfg.ScopeCache(opts, &v1alpha1.Memcached{}, &appsv1.Deployment{}, &corev1.Service{})
-}
-
-// SetupWithManager registers the Memcached controller with mgr: it is Setup(). Unless the manager's
-// options set a concurrency, it reconciles DefaultMaxConcurrentReconciles Memcacheds at once, and
-// finalizes up to DefaultMaxConcurrentDeletions Memcacheds being deleted besides.
+// SetupWithManager registers the Memcached controller with mgr: it is Setup().
 func SetupWithManager(mgr ctrl.Manager) error {
 	return Setup()(mgr)
 }
@@ -81,8 +61,6 @@ func Setup(opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
 				// A scaling history in `kubectl describe memcached`: an event for every reconcile that
 				// changed a child (by default only removals get one).
 				reconcile.WithChangeEvents(),
-				reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
-				reconcile.WithDeletionConcurrency(DefaultMaxConcurrentDeletions),
 			}, opts...)...,
 		)
 		if err := r.SetupWithManager(mgr); err != nil {

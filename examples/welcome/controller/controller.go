@@ -28,15 +28,6 @@ const (
 	// Name is the controller's name: its server-side apply field manager, the source of its events,
 	// the controller label of its metrics and the managed-by label of its children.
 	Name = "welcome-operator"
-	// DefaultMaxConcurrentReconciles is how many Welcomes are reconciled at once unless the manager's
-	// options set it (ctrl.Options.Controller.MaxConcurrentReconciles, the --max-concurrent-reconciles
-	// flag of main). The library makes this safe: children are written with server-side apply, and a
-	// reconcile that starts before the cache shows the controller's own last write works on that write.
-	DefaultMaxConcurrentReconciles = 4
-	// DefaultMaxConcurrentDeletions is how many Welcomes being deleted are finalized at once, besides
-	// the others (reconcile.WithDeletionConcurrency; the --max-concurrent-deletions flag of main):
-	// as many as the garbage collector's workers, since a deletion pass mostly waits for the API server.
-	DefaultMaxConcurrentDeletions = 20
 	// Finalizer holds a Welcome until its children are gone, in reverse order.
 	Finalizer = "web.convergo.dev/finalizer"
 	// ReasonSecretNotFound is the Stalled (and Ready=False) reason while the password Secret is missing.
@@ -64,13 +55,11 @@ func FinalizerPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, error)
 }
 
 // CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
-// without managedFields, and of the child kinds (corev1.ConfigMap, appsv1.Deployment, corev1.Service) only the
-// Convergo children, cached slim (reconcile.SlimCache: metadata, status, scalars, a Service's ports
-// and a digest of what the controller applied; no page, no pod template: neither the status nor the
-// readiness checks read them). Use it unless another controller in the same manager needs every
-// object of those kinds, or whole ones.
+// without managedFields, and of the child kinds (corev1.ConfigMap, appsv1.Deployment, corev1.Service)
+// only this operator's children (reconcile.LeanCache). Use it unless another controller in the same
+// manager needs every object of those kinds.
 func CacheOptions(opts *cache.Options) {
-	reconcile.SlimCache(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
+	reconcile.LeanCache(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
 }
 
 // ShardCacheOptions scopes the manager's caches to one replica's share of a sharded Welcome operator:
@@ -80,9 +69,7 @@ func ShardCacheOptions(opts *cache.Options, cfg sharding.Config) {
 	cfg.ScopeCache(opts, &v1alpha1.Welcome{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
 }
 
-// SetupWithManager registers the Welcome controller with mgr: it is Setup(). Unless the manager's
-// options set a concurrency, it reconciles DefaultMaxConcurrentReconciles Welcomes at once, and
-// finalizes up to DefaultMaxConcurrentDeletions Welcomes being deleted besides.
+// SetupWithManager registers the Welcome controller with mgr: it is Setup().
 //
 // Besides the Welcomes and their children, the controller watches Secrets (metadata only: the cache
 // never holds Secret data) and wakes the Welcomes whose spec.passwordSecretRef names a Secret that was
@@ -110,8 +97,6 @@ func Setup(opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
 				reconcile.WithFinalizer(Finalizer),
 				reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
 				reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata),
-				reconcile.WithDefaultMaxConcurrentReconciles(DefaultMaxConcurrentReconciles),
-				reconcile.WithDeletionConcurrency(DefaultMaxConcurrentDeletions),
 			}, opts...)...,
 		)
 		if err := r.SetupWithManager(mgr); err != nil {

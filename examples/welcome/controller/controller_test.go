@@ -27,6 +27,7 @@ import (
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
 	"github.com/convergo-dev/convergo/finalizer"
+	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/optest"
@@ -435,8 +436,8 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestManyAtOnceMinimalWrites creates a dozen Welcomes at once, so that the controller's workers
-// (DefaultMaxConcurrentReconciles) reconcile several at a time while the children's events keep
+// TestManyAtOnceMinimalWrites creates a dozen Welcomes at once, so that the controller's four workers
+// (reconcile.WithMaxConcurrentReconciles) reconcile several at a time while the children's events keep
 // arriving, and checks that converging them all costs exactly the job's writes: per Welcome one apply
 // per child, one finalizer patch (none with the shipped admission policy, which adds the finalizer as
 // the Welcome is created) and two status patches (Reconciling, then Ready), with no conflict
@@ -458,7 +459,7 @@ func TestManyAtOnceMinimalWrites(t *testing.T) {
 				bindFinalizerPolicy(t, env, ns)
 			}
 			counter := harness.NewRequestCounter()
-			env.StartManager(t, controller.SetupWithManager, shippedCache(), harness.WithManagerConfig(counter.Wrap(env.Config)))
+			env.StartManager(t, controller.Setup(reconcile.WithMaxConcurrentReconciles(4)), shippedCache(), harness.WithManagerConfig(counter.Wrap(env.Config)))
 			var wg sync.WaitGroup
 			keys := make([]client.ObjectKey, n)
 			for i := range n {

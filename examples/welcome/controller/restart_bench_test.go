@@ -29,7 +29,7 @@ import (
 const restartWelcomes = 200
 
 // BenchmarkRestart measures a restart of the Welcome operator as its main runs it (the shipped cache
-// options and reconcile.NewCache) on restartWelcomes converged Welcomes: from a new manager until
+// options) on restartWelcomes converged Welcomes: from a new manager until
 // every Welcome was reconciled once. Run it with -cpuprofile to see where a restart's CPU goes:
 //
 //	go test -run '^$' -bench BenchmarkRestart -cpuprofile /tmp/restart.cpu ./examples/welcome/controller/
@@ -113,7 +113,6 @@ func startWelcomes(b *testing.B, env *harness.Env, observe reconcile.ReconcileOb
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		NewCache:               reconcile.NewCache,
 		Logger:                 logr.Discard(),
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	}
