@@ -29,6 +29,26 @@ $(CONTROLLER_GEN):
 .PHONY: tools
 tools: $(CONTROLLER_GEN) ## Install the pinned tools into ./bin.
 
+# need-command: nothing when the command $(1) is on PATH; else, as root with apt-get, installs Debian's
+# package $(2); else stops with the command to run. $(3) says what needs it.
+define need-command
+@command -v $(1) >/dev/null 2>&1 || { \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's $(2) ($(3))"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) && command -v $(1) >/dev/null; \
+	else \
+	  echo "make $@: $(1) not found ($(3)); install it with: sudo apt-get install -y $(2)$(4)" >&2; exit 1; \
+	fi; }
+endef
+
+.PHONY: chromium
+chromium: ## Install Debian's chromium if missing (TestDemo opens the Welcome page in it headless).
+	$(call need-command,chromium,chromium,TestDemo opens the Welcome page in headless Chromium,$(if $(filter test,$(MAKECMDGOALS)), (or leave it out: make test TEST_FLAGS='-skip TestDemo/Chromium')))
+
+.PHONY: cgo
+cgo: ## Install Debian's gcc if Go's C compiler is missing (the race detector needs cgo).
+	$(call need-command,"$$($(GO) env CC)",gcc,go test -race needs cgo and so a C compiler)
+
 .PHONY: assets
 assets: ## Build or locate every test binary (kube-apiserver, etcd, controller-manager, scheduler, kwok, kubectl).
 	$(ASSETS) -components all
@@ -51,13 +71,27 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and (where config/webhook ex
 	  fi; \
 	done
 
+# The history of the work belongs in git, not in what the docs and the code say: no "session 35",
+# "sessions 33-35", "session35", line-ending "session" (number on the next line), "in this session",
+# "the previous session". Not the Memcached sample named sessions ("Memcached/sessions", "sessions 3 -> 5
+# pods", "sessions  0/3"), nor sessionAffinity.
+HISTORY_WORDS := \bsessions? [0-9]+([^0-9 /-]|-[0-9]| [^0-9 -]|$$)|\bsession[0-9]|(^|[[:space:](])session$$|\b(in|this|that|a|an|one|the|each|every|previous|earlier|next|last|later|same|current) session\b|\bsession by session\b
+HISTORY_FILES := README.md CHANGELOG.md 'docs/*.md' '*.go'
+# Dates of runs: the docs point to bench/results/README.md, which lists the runs kept.
+RUN_DATES     := \b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b
+RUN_DATE_FILES := README.md 'docs/*.md'
+
 .PHONY: lint
-lint: ## gofmt and go vet; no build output or file over 2 MiB tracked.
+lint: ## gofmt, go vet; no build output or file over 2 MiB tracked; no history ("session 35") or run dates in docs and code.
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@out=$$(git ls-files -z | xargs -0 -r sh -c 'for f; do [ -f "$$f" ] || continue; \
 	    if [ "$$(head -c 4 "$$f" | od -An -tx1 | tr -d " \n")" = 7f454c46 ] || [ "$$(wc -c < "$$f")" -gt 2097152 ]; then echo "$$f"; fi; done' sh); \
 	  if [ -n "$$out" ]; then echo "tracked executables or files over 2 MiB (build outputs? git rm --cached them and add them to .gitignore):"; echo "$$out"; exit 1; fi
+	@rc=0; out=$$(git grep -n -I -i -E --untracked '$(HISTORY_WORDS)' -- $(HISTORY_FILES)) || rc=$$?; [ $$rc -le 1 ] || exit $$rc; \
+	  if [ -n "$$out" ]; then echo "the history of the work (\"session 35\", \"in this session\") belongs in git; state what holds instead:"; echo "$$out"; exit 1; fi
+	@rc=0; out=$$(git grep -n -I -E --untracked '$(RUN_DATES)' -- $(RUN_DATE_FILES)) || rc=$$?; [ $$rc -le 1 ] || exit $$rc; \
+	  if [ -n "$$out" ]; then echo "run dates in README.md or docs/ (point to bench/results/README.md instead):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags chaos ./examples/internal/reliability/chaos/
@@ -66,8 +100,11 @@ lint: ## gofmt and go vet; no build output or file over 2 MiB tracked.
 # package runs only its unit tests and needs no control plane (make test-unit).
 LIBRARY_PKGS  := ./reconcile/ ./status/ ./finalizer/ ./ownership/ ./builders/ ./sharding/
 
+# TestDemo's Chromium subtests need chromium, unless TEST_FLAGS leaves them out (-short, or -skip naming TestDemo).
+TEST_NEEDS    = $(if $(or $(findstring -short,$(TEST_FLAGS)),$(and $(findstring -skip,$(TEST_FLAGS)),$(findstring TestDemo,$(TEST_FLAGS)))),,chromium)
+
 .PHONY: test
-test: $(CONTROLLER_GEN) assets ## Install what is needed and run every test against a real API server.
+test: $(TEST_NEEDS) $(CONTROLLER_GEN) assets ## Install what is needed (as root: Debian's chromium) and run every test against a real API server.
 	rm -rf $(TEST_OUTPUT)/_artifacts && mkdir -p $(TEST_OUTPUT)
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
 	  $(GO) test -tags integration -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(TEST_OUTPUT) $(TEST_FLAGS) ./...
@@ -81,7 +118,7 @@ test-unit: ## The library's unit tests only: seconds, no control plane built or 
 RACE_PKGS     := $(LIBRARY_PKGS) ./testing/... ./examples/welcome/... ./examples/memcached/...
 
 .PHONY: test-race
-test-race: $(CONTROLLER_GEN) assets ## The library's, testing/'s and the examples' tests (unit and integration) under the race detector (needs cgo: gcc).
+test-race: cgo $(CONTROLLER_GEN) assets ## The library's, testing/'s and the examples' tests (unit and integration) under the race detector (needs cgo: gcc, installed as root).
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
 	  $(GO) test -race -tags integration -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS)
 
