@@ -98,7 +98,7 @@ lint: ## gofmt, go vet; no build output or file over 2 MiB tracked; no history (
 
 # The library's integration tests carry the build tag "integration": without it, `go test` of a library
 # package runs only its unit tests and needs no control plane (make test-unit).
-LIBRARY_PKGS  := ./reconcile/ ./status/ ./finalizer/ ./ownership/ ./builders/ ./sharding/
+LIBRARY_PKGS  := ./reconcile/... ./status/ ./finalizer/ ./ownership/ ./builders/ ./sharding/ ./cmd/...
 
 # TestDemo's Chromium subtests need chromium, unless TEST_FLAGS leaves them out (-short, or -skip naming TestDemo).
 TEST_NEEDS    = $(if $(or $(findstring -short,$(TEST_FLAGS)),$(and $(findstring -skip,$(TEST_FLAGS)),$(findstring TestDemo,$(TEST_FLAGS)))),,chromium)
@@ -130,8 +130,8 @@ test-chaos: $(CONTROLLER_GEN) assets ## Slow fault-injection suites (apiserver k
 FUZZTIME ?= 30s
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (never part of make test; seeds run in make test).
-	$(GO) test ./reconcile/ -run '^$$' -fuzz '^FuzzIntent$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./reconcile/ -run '^$$' -fuzz '^FuzzIntentSubset$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./reconcile/internal/intent/ -run '^$$' -fuzz '^FuzzIntent$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./reconcile/internal/intent/ -run '^$$' -fuzz '^FuzzIntentSubset$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./status/ -run '^$$' -fuzz '^FuzzSetConditions$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./status/ -run '^$$' -fuzz '^FuzzPatchDelta$$' -fuzztime $(FUZZTIME)
 
@@ -177,4 +177,4 @@ bench-sharding: assets ## Heap of each of 3 sharded Welcome replicas (separate p
 .PHONY: bench-micro
 bench-micro: assets ## Go micro-benchmarks of Apply's drift check and the condition helpers, allocations reported.
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
-	  $(GO) test -run '^$$' -bench . -benchmem ./reconcile/ ./status/
+	  $(GO) test -run '^$$' -bench . -benchmem ./reconcile/apply/ ./reconcile/internal/intent/ ./status/

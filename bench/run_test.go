@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
 	// controller-runtime registers its process and Go collectors with its controller package, which
 	// the managers under measurement import.
 	_ "sigs.k8s.io/controller-runtime/pkg/controller"

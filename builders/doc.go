@@ -7,7 +7,7 @@
 // A constructor sets the fields its arguments and options ask for and nothing else: no
 // imagePullPolicy, port protocol, terminationMessagePath, restartPolicy, dnsPolicy,
 // schedulerName, strategy or revisionHistoryLimit that the API server would default anyway.
-// reconcile.Applier sends every field that is set and its field manager then owns it, so a
+// apply.Applier sends every field that is set and its field manager then owns it, so a
 // defaulted value set here would be claimed, and fought over, for nothing. Replicas is left
 // unset unless WithReplicas is given (0 included), so that an autoscaler can own it. Every object
 // has its TypeMeta (apiVersion and kind) set.
@@ -52,7 +52,7 @@
 // # Readiness checks
 //
 // DeploymentAvailable, StatefulSetReady, ServiceReady, JobComplete and ConditionsReady have the
-// shape of reconcile.ReadyCheck, func(live client.Object) (ready bool, reason string), and
+// shape of graph.ReadyCheck, func(live client.Object) (ready bool, reason string), and
 // accept typed and unstructured objects. reason says what is missing while not ready.
 //
 // # Usage

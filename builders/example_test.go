@@ -14,7 +14,7 @@ import (
 )
 
 // A web application: its configuration, a Deployment that rolls when the configuration changes,
-// and a Service in front of it. The objects are ready for reconcile.Applier or a reconcile.Graph.
+// and a Service in front of it. The objects are ready for apply.Applier or a graph.Graph.
 func ExampleDeployment() {
 	// In an operator these come from the custom resource being reconciled.
 	name, namespace, replicas := "shop", "store", int32(2)
@@ -185,7 +185,7 @@ func ExampleStatefulSet() {
 	//       storage: 10Gi
 }
 
-// Readiness checks go to reconcile.Graph: graph.Add("web", deploy).ReadyWhen(builders.DeploymentAvailable).
+// Readiness checks go to graph.Graph: graph.Add("web", deploy).ReadyWhen(builders.DeploymentAvailable).
 // Here they are called on live objects as the graph would see them.
 func ExampleDeploymentAvailable() {
 	live := &appsv1.Deployment{}

@@ -18,7 +18,7 @@ import (
 )
 
 // The readiness checks below have the shape func(live client.Object) (ready bool, reason string),
-// which is reconcile.ReadyCheck: pass them to Node.ReadyWhen as they are. Each accepts its typed
+// which is graph.ReadyCheck: pass them to Node.ReadyWhen as they are. Each accepts its typed
 // object or the same object as *unstructured.Unstructured, and explains in reason, when not
 // ready, what it is waiting for. A nil object, or one of another kind, is not ready.
 

@@ -16,7 +16,7 @@ import (
 	memcached "github.com/convergo-dev/convergo/examples/memcached/controller"
 	welcomev1 "github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	welcome "github.com/convergo-dev/convergo/examples/welcome/controller"
-	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
 // TestGraphDiagramsAreCurrent: the Mermaid diagram of each example's children in README.md (after the
@@ -26,8 +26,8 @@ func TestGraphDiagramsAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := map[string]func(t *testing.T) *reconcile.Graph{
-		"welcome": func(t *testing.T) *reconcile.Graph {
+	tests := map[string]func(t *testing.T) *graph.Graph{
+		"welcome": func(t *testing.T) *graph.Graph {
 			w := &welcomev1.Welcome{}
 			readSample(t, filepath.Join("welcome", "config", "samples", "web_v1alpha1_welcome.yaml"), w)
 			g, err := welcome.Children(w, nil)
@@ -36,7 +36,7 @@ func TestGraphDiagramsAreCurrent(t *testing.T) {
 			}
 			return g
 		},
-		"memcached": func(t *testing.T) *reconcile.Graph {
+		"memcached": func(t *testing.T) *graph.Graph {
 			mc := &memcachedv1.Memcached{}
 			readSample(t, filepath.Join("memcached", "config", "samples", "cache_v1alpha1_memcached.yaml"), mc)
 			g, err := memcached.Children(context.Background(), mc)

@@ -3,7 +3,7 @@
 // for the children the garbage collector cannot own (cluster-scoped children of namespaced owners,
 // children in other namespaces). It never talks to the API server.
 //
-// Typical use (reconcile.Applier does this for every child):
+// Typical use (apply.Applier does this for every child):
 //
 //	if err := ownership.SetController(app, deployment, scheme); err != nil {
 //		var owned *ownership.AlreadyOwnedError

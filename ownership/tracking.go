@@ -43,7 +43,7 @@ func TrackingLabels(owner client.Object) map[string]string {
 // Track marks child as belonging to owner with tracking labels (owner UID, kind, group) and
 // annotations (owner name and namespace). Unlike SetController it works across namespaces and for
 // cluster-scoped children of namespaced owners; the garbage collector does not see these marks, so
-// the owner needs a finalizer that deletes tracked children (reconcile.Graph.Delete does).
+// the owner needs a finalizer that deletes tracked children (graph.Graph.Delete does).
 //
 // When child already has an owner reference to owner and both are in one namespace (SetController
 // first), the reference names the owner, and Track sets only the UID label (removing the other

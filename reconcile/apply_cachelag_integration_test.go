@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -121,7 +121,7 @@ func (b *gatedBody) Read(p []byte) (int, error) {
 // server (its watch events are withheld), so it does not show a child the Applier has just created.
 // Applying the child again right away must not write it again when the Applier has the manager's API
 // reader (one GET instead); without one, the second create is refused by the API server (it never
-// overwrites an object the cache does not show) and the error names WithAPIReader. Once the cache
+// overwrites an object the cache does not show) and the error names mgr.GetAPIReader(). Once the cache
 // catches up, applying costs no request at all.
 func TestIntegrationApplyNoSecondCreateWhileCacheLags(t *testing.T) {
 	env := harness.Default()
@@ -143,43 +143,43 @@ func TestIntegrationApplyNoSecondCreateWhileCacheLags(t *testing.T) {
 	gate.pause()
 
 	type figures struct {
-		Ops    []reconcile.Operation
+		Ops    []apply.Operation
 		Writes int
 		Gets   int
 	}
 	cases := map[string]struct {
-		child string
-		opts  []reconcile.ApplierOption
-		want  figures
+		child     string
+		apiReader client.Reader
+		want      figures
 	}{
 		"with the API reader": {
-			child: "child-reader",
-			opts:  []reconcile.ApplierOption{reconcile.WithAPIReader(mgr.GetAPIReader())},
-			want:  figures{Ops: []reconcile.Operation{reconcile.OperationCreated, reconcile.OperationUnchanged}, Writes: 1, Gets: 1},
+			child:     "child-reader",
+			apiReader: mgr.GetAPIReader(),
+			want:      figures{Ops: []apply.Operation{apply.OperationCreated, apply.OperationUnchanged}, Writes: 1, Gets: 1},
 		},
 		// Without one, the Applier reads with the cached client, which cannot tell: the create is refused
 		// (the child exists), nothing is overwritten, and the error says what to do.
 		"without an API reader": {
 			child: "child-plain",
-			want:  figures{Ops: []reconcile.Operation{reconcile.OperationCreated, "error: WithAPIReader"}, Writes: 2},
+			want:  figures{Ops: []apply.Operation{apply.OperationCreated, "error: GetAPIReader"}, Writes: 2},
 		},
 	}
-	appliers := map[string]*reconcile.Applier{}
+	appliers := map[string]*apply.Applier{}
 	desired := func(name string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": "v"}}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			a := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), tc.opts...)
+			a := apply.NewApplier(mgr.GetClient(), tc.apiReader)
 			appliers[tc.child] = a
 			counter.Reset()
 			var got figures
 			for range 2 {
 				_, op, err := a.Apply(t.Context(), owner, desired(tc.child))
 				if err != nil {
-					op = "error: " + reconcile.Operation(err.Error())
-					if strings.Contains(err.Error(), "WithAPIReader") {
-						op = "error: WithAPIReader"
+					op = "error: " + apply.Operation(err.Error())
+					if strings.Contains(err.Error(), "mgr.GetAPIReader()") {
+						op = "error: GetAPIReader"
 					}
 				}
 				got.Ops = append(got.Ops, op)
@@ -207,7 +207,7 @@ func TestIntegrationApplyNoSecondCreateWhileCacheLags(t *testing.T) {
 	}
 	counter.Reset()
 	for child, a := range appliers {
-		if _, op, err := a.Apply(t.Context(), owner, desired(child)); err != nil || op != reconcile.OperationUnchanged {
+		if _, op, err := a.Apply(t.Context(), owner, desired(child)); err != nil || op != apply.OperationUnchanged {
 			t.Errorf("apply %s once the cache caught up = %s, %v; want Unchanged", child, op, err)
 		}
 	}

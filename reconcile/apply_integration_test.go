@@ -25,7 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/convergo-dev/convergo/ownership"
-	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/internal/intent"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -73,8 +74,8 @@ func (f *fixture) newOwner(t *testing.T, name string) *corev1.ConfigMap {
 	return o
 }
 
-func (f *fixture) applier(opts ...reconcile.ApplierOption) *reconcile.Applier {
-	return reconcile.NewApplier(f.mgr.GetClient(), f.mgr.GetScheme(), opts...)
+func (f *fixture) applier(opts ...apply.Option) *apply.Applier {
+	return apply.NewApplier(f.mgr.GetClient(), f.mgr.GetAPIReader(), opts...)
 }
 
 // waitCached waits until the manager's cache holds obj's key with at least the given
@@ -94,7 +95,7 @@ func (f *fixture) waitCached(t *testing.T, obj client.Object) {
 
 // mustApply applies and checks the operation; it returns the live object and waits until the
 // cache has caught up with it.
-func (f *fixture) mustApply(t *testing.T, a *reconcile.Applier, desired client.Object, want reconcile.Operation) client.Object {
+func (f *fixture) mustApply(t *testing.T, a *apply.Applier, desired client.Object, want apply.Operation) client.Object {
 	t.Helper()
 	live, op, err := a.Apply(t.Context(), f.owner, desired)
 	if err != nil {
@@ -206,7 +207,7 @@ func TestIntegrationApplyNoSpuriousWrites(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
 			a := f.applier()
-			f.mustApply(t, a, desired(f.ns), reconcile.OperationCreated)
+			f.mustApply(t, a, desired(f.ns), apply.OperationCreated)
 
 			f.counter.Reset()
 			for i := range 5 {
@@ -214,7 +215,7 @@ func TestIntegrationApplyNoSpuriousWrites(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if op != reconcile.OperationUnchanged {
+				if op != apply.OperationUnchanged {
 					t.Fatalf("apply %d: %s, want Unchanged", i, op)
 				}
 			}
@@ -228,14 +229,14 @@ func TestIntegrationApplyNoSpuriousWrites(t *testing.T) {
 
 func TestIntegrationApplyIgnoresServerDefaults(t *testing.T) {
 	f := newFixture(t)
-	f.mustApply(t, f.applier(), deployment("web"), reconcile.OperationCreated)
+	f.mustApply(t, f.applier(), deployment("web"), apply.OperationCreated)
 	// The server defaulted plenty, none of which we sent.
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	f.getLive(t, live)
 	if live.Spec.Replicas == nil || live.Spec.Template.Spec.Containers[0].ImagePullPolicy == "" || live.Spec.RevisionHistoryLimit == nil {
 		t.Fatalf("expected server defaults in the live object: %+v", live.Spec)
 	}
-	if _, op, err := f.applier().Apply(t.Context(), f.owner, deployment("web")); err != nil || op != reconcile.OperationUnchanged {
+	if _, op, err := f.applier().Apply(t.Context(), f.owner, deployment("web")); err != nil || op != apply.OperationUnchanged {
 		t.Fatalf("apply over server defaults: %s, %v; want Unchanged", op, err)
 	}
 }
@@ -247,12 +248,12 @@ func TestIntegrationApplyRemovesDroppedFields(t *testing.T) {
 		d.Annotations = map[string]string{"example.com/drop": "x", "example.com/keep": "y"}
 		d.Labels = map[string]string{"drop": "x"}
 		d.Spec.Template.Spec.Containers[0].Env = append(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "DROP", Value: "x"})
-	}), reconcile.OperationCreated)
+	}), apply.OperationCreated)
 
 	f.counter.Reset()
 	f.mustApply(t, a, deployment("web", func(d *appsv1.Deployment) {
 		d.Annotations = map[string]string{"example.com/keep": "y"}
-	}), reconcile.OperationUpdated)
+	}), apply.OperationUpdated)
 	if n := f.counter.Snapshot().Writes(); n != 1 {
 		t.Errorf("%d writes to remove fields, want 1:\n%s", n, f.counter.Snapshot())
 	}
@@ -298,40 +299,40 @@ func TestIntegrationApplyIntentHashFollowsFields(t *testing.T) {
 		f.getLive(t, d)
 		return d
 	}
-	f.mustApply(t, f.applier(), desired(1, corev1.TaintEffectNoSchedule, "DROP"), reconcile.OperationCreated)
+	f.mustApply(t, f.applier(), desired(1, corev1.TaintEffectNoSchedule, "DROP"), apply.OperationCreated)
 	steps := []struct {
 		name       string
 		desired    *appsv1.Deployment
-		want       reconcile.Operation
+		want       apply.Operation
 		sameHash   bool // as the step before
 		wantWrites int
 		check      func(*appsv1.Deployment) string
 	}{
-		{name: "new replicas", desired: desired(2, corev1.TaintEffectNoSchedule, "DROP"), want: reconcile.OperationUpdated, sameHash: true, wantWrites: 1,
+		{name: "new replicas", desired: desired(2, corev1.TaintEffectNoSchedule, "DROP"), want: apply.OperationUpdated, sameHash: true, wantWrites: 1,
 			check: func(d *appsv1.Deployment) string {
 				if r := ptr.Deref(d.Spec.Replicas, 0); r != 2 {
 					return fmt.Sprintf("replicas = %d, want 2", r)
 				}
 				return ""
 			}},
-		{name: "env var dropped", desired: desired(2, corev1.TaintEffectNoSchedule), want: reconcile.OperationUpdated, wantWrites: 1,
+		{name: "env var dropped", desired: desired(2, corev1.TaintEffectNoSchedule), want: apply.OperationUpdated, wantWrites: 1,
 			check: func(d *appsv1.Deployment) string {
 				if env := d.Spec.Template.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != "KEEP" {
 					return fmt.Sprintf("env = %v, want only KEEP", env)
 				}
 				return ""
 			}},
-		{name: "toleration's effect dropped (an item of an atomic list)", desired: desired(2, ""), want: reconcile.OperationUpdated, wantWrites: 1,
+		{name: "toleration's effect dropped (an item of an atomic list)", desired: desired(2, ""), want: apply.OperationUpdated, wantWrites: 1,
 			check: func(d *appsv1.Deployment) string {
 				if tol := d.Spec.Template.Spec.Tolerations; len(tol) != 1 || tol[0].Effect != "" {
 					return fmt.Sprintf("tolerations = %v, want one without effect", tol)
 				}
 				return ""
 			}},
-		{name: "converged", desired: desired(2, ""), want: reconcile.OperationUnchanged, sameHash: true,
+		{name: "converged", desired: desired(2, ""), want: apply.OperationUnchanged, sameHash: true,
 			check: func(*appsv1.Deployment) string { return "" }},
 	}
-	before := live(t).Annotations[reconcile.AnnotationIntentHash]
+	before := live(t).Annotations[intent.HashAnnotation]
 	for _, st := range steps {
 		f.counter.Reset()
 		f.mustApply(t, f.applier(), st.desired, st.want)
@@ -339,7 +340,7 @@ func TestIntegrationApplyIntentHashFollowsFields(t *testing.T) {
 			t.Errorf("%s: %d writes, want %d:\n%s", st.name, n, st.wantWrites, f.counter.Snapshot())
 		}
 		d := live(t)
-		hash := d.Annotations[reconcile.AnnotationIntentHash]
+		hash := d.Annotations[intent.HashAnnotation]
 		if (hash == before) != st.sameHash {
 			t.Errorf("%s: intent hash %q, %q before; want the same: %v", st.name, hash, before, st.sameHash)
 		}
@@ -360,7 +361,7 @@ func TestIntegrationApplyChangeAndQuantities(t *testing.T) {
 			}
 		}
 	}
-	f.mustApply(t, a, deployment("web", withResources("1000m", "1024Mi")), reconcile.OperationCreated)
+	f.mustApply(t, a, deployment("web", withResources("1000m", "1024Mi")), apply.OperationCreated)
 
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	f.getLive(t, live)
@@ -370,7 +371,7 @@ func TestIntegrationApplyChangeAndQuantities(t *testing.T) {
 
 	f.counter.Reset()
 	for range 3 {
-		if _, op, err := a.Apply(t.Context(), f.owner, deployment("web", withResources("1000m", "1024Mi"))); err != nil || op != reconcile.OperationUnchanged {
+		if _, op, err := a.Apply(t.Context(), f.owner, deployment("web", withResources("1000m", "1024Mi"))); err != nil || op != apply.OperationUnchanged {
 			t.Fatalf("re-apply of canonicalised quantities: %s, %v; want Unchanged", op, err)
 		}
 	}
@@ -380,7 +381,7 @@ func TestIntegrationApplyChangeAndQuantities(t *testing.T) {
 
 	f.mustApply(t, a, deployment("web", withResources("1000m", "1024Mi"), func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
-	}), reconcile.OperationUpdated)
+	}), apply.OperationUpdated)
 	reqs := f.counter.Snapshot()
 	if reqs.Writes() != 1 || reqs.Count("patch", "deployments") != 1 {
 		t.Errorf("a changed image took other than exactly one patch:\n%s", reqs)
@@ -402,10 +403,10 @@ func TestIntegrationApplyQuantitiesAsHeldAndStringsAsWritten(t *testing.T) {
 			corev1.ResourceMemory: *resource.NewQuantity(5000*1024*1024+5000, resource.BinarySI),
 		}
 	}
-	f.mustApply(t, a, deployment("odd", oddMemory), reconcile.OperationCreated)
+	f.mustApply(t, a, deployment("odd", oddMemory), apply.OperationCreated)
 	f.counter.Reset()
 	for range 3 {
-		if _, op, err := a.Apply(t.Context(), f.owner, deployment("odd", oddMemory)); err != nil || op != reconcile.OperationUnchanged {
+		if _, op, err := a.Apply(t.Context(), f.owner, deployment("odd", oddMemory)); err != nil || op != apply.OperationUnchanged {
 			t.Fatalf("re-apply of a quantity the server re-serialised: %s, %v; want Unchanged", op, err)
 		}
 	}
@@ -416,14 +417,14 @@ func TestIntegrationApplyQuantitiesAsHeldAndStringsAsWritten(t *testing.T) {
 	config := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "versions"}, Data: map[string]string{"version": "1.10"}}
 	}
-	f.mustApply(t, a, config(), reconcile.OperationCreated)
+	f.mustApply(t, a, config(), apply.OperationCreated)
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"version":"1.1"}}`))
 	tampered := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "versions", Namespace: f.ns}}
 	if err := f.env.Client.Patch(t.Context(), tampered, patch); err != nil {
 		t.Fatal(err)
 	}
 	f.waitCached(t, tampered)
-	f.mustApply(t, a, config(), reconcile.OperationUpdated)
+	f.mustApply(t, a, config(), apply.OperationUpdated)
 	live := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "versions"}}
 	f.getLive(t, live)
 	if diff := cmp.Diff(map[string]string{"version": "1.10"}, live.Data); diff != "" {
@@ -445,8 +446,8 @@ func managedFieldsOf(t *testing.T, obj client.Object, manager string) string {
 
 func TestIntegrationApplyOwnsOnlyWhatItSets(t *testing.T) {
 	f := newFixture(t)
-	a := f.applier(reconcile.WithFieldManager("convergo-test"))
-	f.mustApply(t, a, deployment("web"), reconcile.OperationCreated)
+	a := f.applier(apply.WithFieldManager("convergo-test"))
+	f.mustApply(t, a, deployment("web"), apply.OperationCreated)
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	f.getLive(t, live)
 	fields := managedFieldsOf(t, live, "convergo-test")
@@ -481,7 +482,7 @@ func TestIntegrationApplyNeverSteals(t *testing.T) {
 	f.getLive(t, taken)
 	f.waitCached(t, taken)
 	f.counter.Reset()
-	_, _, err := f.applier(reconcile.WithAdoptOrphans()).Apply(t.Context(), f.owner, deployment("taken"))
+	_, _, err := f.applier(apply.WithAdoptOrphans()).Apply(t.Context(), f.owner, deployment("taken"))
 	var owned *ownership.AlreadyOwnedError
 	if !errors.As(err, &owned) {
 		t.Fatalf("apply over another owner's child: %v, want *ownership.AlreadyOwnedError", err)
@@ -503,11 +504,11 @@ func TestIntegrationApplyNeverSteals(t *testing.T) {
 	}
 	f.waitCached(t, orphan)
 	_, _, err = f.applier().Apply(t.Context(), f.owner, deployment("orphan"))
-	var orphanErr *reconcile.OrphanError
+	var orphanErr *apply.OrphanError
 	if !errors.As(err, &orphanErr) || !strings.Contains(err.Error(), "WithAdoptOrphans") {
-		t.Fatalf("apply over an orphan: %v, want *reconcile.OrphanError naming the option", err)
+		t.Fatalf("apply over an orphan: %v, want *apply.OrphanError naming the option", err)
 	}
-	f.mustApply(t, f.applier(reconcile.WithAdoptOrphans()), deployment("orphan"), reconcile.OperationUpdated)
+	f.mustApply(t, f.applier(apply.WithAdoptOrphans()), deployment("orphan"), apply.OperationUpdated)
 	f.getLive(t, orphan)
 	if !ownership.IsControlledBy(orphan, f.owner) {
 		t.Errorf("adopted orphan not controlled by the owner: %v", orphan.OwnerReferences)
@@ -516,7 +517,7 @@ func TestIntegrationApplyNeverSteals(t *testing.T) {
 
 func TestIntegrationApplyImmutableSelector(t *testing.T) {
 	f := newFixture(t)
-	f.mustApply(t, f.applier(), deployment("web"), reconcile.OperationCreated)
+	f.mustApply(t, f.applier(), deployment("web"), apply.OperationCreated)
 	before := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	f.getLive(t, before)
 
@@ -525,15 +526,15 @@ func TestIntegrationApplyImmutableSelector(t *testing.T) {
 		d.Spec.Template.Labels = map[string]string{"app": "web", "v": "2"}
 	}
 	_, _, err := f.applier().Apply(t.Context(), f.owner, deployment("web", relabel))
-	var immutable *reconcile.ImmutableFieldError
+	var immutable *apply.ImmutableFieldError
 	if !errors.As(err, &immutable) {
-		t.Fatalf("selector change: %v, want *reconcile.ImmutableFieldError", err)
+		t.Fatalf("selector change: %v, want *apply.ImmutableFieldError", err)
 	}
 	if !strings.Contains(err.Error(), "spec.selector") || !strings.Contains(err.Error(), "WithRecreateOnImmutable") {
 		t.Errorf("error %q does not name the field and the option", err)
 	}
 
-	live := f.mustApply(t, f.applier(reconcile.WithRecreateOnImmutable()), deployment("web", relabel), reconcile.OperationRecreated)
+	live := f.mustApply(t, f.applier(apply.WithRecreateOnImmutable()), deployment("web", relabel), apply.OperationRecreated)
 	if live == nil {
 		t.Fatal("recreated Deployment not returned (the old one was deleted synchronously)")
 	}
@@ -544,7 +545,7 @@ func TestIntegrationApplyImmutableSelector(t *testing.T) {
 	if after.Spec.Selector.MatchLabels["v"] != "2" {
 		t.Errorf("selector = %v, want the new one", after.Spec.Selector.MatchLabels)
 	}
-	if _, op, err := f.applier(reconcile.WithRecreateOnImmutable()).Apply(t.Context(), f.owner, deployment("web", relabel)); err != nil || op != reconcile.OperationUnchanged {
+	if _, op, err := f.applier(apply.WithRecreateOnImmutable()).Apply(t.Context(), f.owner, deployment("web", relabel)); err != nil || op != apply.OperationUnchanged {
 		t.Errorf("apply after recreate: %s, %v; want Unchanged", op, err)
 	}
 }
@@ -559,7 +560,7 @@ func TestIntegrationApplyFunc(t *testing.T) {
 		return nil
 	}
 	op, err := a.ApplyFunc(t.Context(), f.owner, d, mutate)
-	if err != nil || op != reconcile.OperationCreated {
+	if err != nil || op != apply.OperationCreated {
 		t.Fatalf("ApplyFunc: %s, %v; want Created", op, err)
 	}
 	if d.UID == "" || d.Spec.Replicas == nil {
@@ -568,7 +569,7 @@ func TestIntegrationApplyFunc(t *testing.T) {
 	f.waitCached(t, d)
 	f.counter.Reset()
 	for range 3 {
-		if op, err := a.ApplyFunc(t.Context(), f.owner, d, mutate); err != nil || op != reconcile.OperationUnchanged {
+		if op, err := a.ApplyFunc(t.Context(), f.owner, d, mutate); err != nil || op != apply.OperationUnchanged {
 			t.Fatalf("ApplyFunc again: %s, %v; want Unchanged", op, err)
 		}
 	}
@@ -591,11 +592,11 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: f.owner.Name, UID: f.owner.UID,
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 	})
-	if err := f.env.Client.Patch(t.Context(), old, client.Apply, client.FieldOwner(reconcile.DefaultFieldManager), client.ForceOwnership); err != nil {
+	if err := f.env.Client.Patch(t.Context(), old, client.Apply, client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 
-	f.mustApply(t, f.applier(), deployment("web"), reconcile.OperationUpdated)
+	f.mustApply(t, f.applier(), deployment("web"), apply.OperationUpdated)
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	f.getLive(t, live)
 	marks := func(m map[string]string, keys ...string) map[string]string {
@@ -621,7 +622,7 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 	}
 
 	f.counter.Reset()
-	f.mustApply(t, f.applier(), deployment("web"), reconcile.OperationUnchanged)
+	f.mustApply(t, f.applier(), deployment("web"), apply.OperationUnchanged)
 	if n := f.counter.Snapshot().Writes(); n != 0 {
 		t.Errorf("%d writes once the marks are gone, want 0:\n%s", n, f.counter.Snapshot())
 	}

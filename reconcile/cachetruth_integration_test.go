@@ -26,6 +26,9 @@ import (
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/childcache"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -33,7 +36,7 @@ import (
 // here runs with these caches: the manager's cache as it is ("current"), one whose watch events are
 // held back from the moment the test acts ("lagging": it shows the state of its first list and nothing
 // after), one filtered by a label no object carries ("filtered": it never shows a child), the
-// examples' cache (reconcile.LeanCache: only our children, no managedFields), alone and lagging, and
+// examples' cache (childcache.Configure: only our children, no managedFields), alone and lagging, and
 // one restricted to the test's namespace ("namespaced": as an operator watching its own namespaces
 // has it; cluster-scoped children are cached cluster-wide).
 
@@ -41,7 +44,7 @@ type cacheVariant struct {
 	name   string
 	lag    bool
 	filter bool
-	// lean: the children are cached as reconcile.LeanCache keeps them (tracked children only).
+	// lean: the children are cached as childcache.Configure keeps them (tracked children only).
 	lean bool
 	// namespaced: the cache holds the test's namespace only (see configure).
 	namespaced bool
@@ -68,7 +71,7 @@ func (v cacheVariant) configure(o *manager.Options, ns string, children ...clien
 		}
 	}
 	if v.lean {
-		reconcile.LeanCache(&o.Cache, children...)
+		childcache.Configure(&o.Cache, children...)
 	}
 }
 
@@ -164,12 +167,12 @@ func TestIntegrationNeverStealWhateverTheCache(t *testing.T) {
 					})
 				}
 			}
-			a := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithAPIReader(mgr.GetAPIReader()))
+			a := apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader())
 
 			_, _, err := a.Apply(t.Context(), owner, webDeployment("orphan", "ours:1"))
-			var orphanErr *reconcile.OrphanError
+			var orphanErr *apply.OrphanError
 			if !errors.As(err, &orphanErr) {
-				t.Errorf("apply over an orphan: %v, want *reconcile.OrphanError", err)
+				t.Errorf("apply over an orphan: %v, want *apply.OrphanError", err)
 			}
 			_, _, err = a.Apply(t.Context(), owner, webDeployment("taken", "ours:1"))
 			var owned *ownership.AlreadyOwnedError
@@ -187,9 +190,9 @@ func TestIntegrationNeverStealWhateverTheCache(t *testing.T) {
 				}
 			}
 
-			adopt := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithAPIReader(mgr.GetAPIReader()), reconcile.WithAdoptOrphans())
+			adopt := apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader(), apply.WithAdoptOrphans())
 			live, op, err := adopt.Apply(t.Context(), owner, webDeployment("orphan", "ours:1"))
-			if err != nil || op != reconcile.OperationUpdated {
+			if err != nil || op != apply.OperationUpdated {
 				t.Fatalf("adopting apply = %s, %v; want Updated", op, err)
 			}
 			if img := live.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Image; img != "ours:1" || !ownership.IsControlledBy(live, owner) {
@@ -212,7 +215,7 @@ func TestIntegrationGraphDeleteWhateverTheCache(t *testing.T) {
 			if err := env.Client.Create(t.Context(), owner); err != nil {
 				t.Fatal(err)
 			}
-			a := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithAPIReader(mgr.GetAPIReader()))
+			a := apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader())
 			for round := range rounds {
 				// Short (label values), and unique across namespaces (the ClusterRole is cluster-scoped).
 				name := fmt.Sprintf("del-%s-%s-r%d", v.name, ns[len(ns)-5:], round)
@@ -255,7 +258,7 @@ func TestIntegrationGraphDeleteWhateverTheCache(t *testing.T) {
 
 // deletionGraph: a ClusterRole and a ConfigMap, a Deployment that depends on both, a Service that
 // depends on the Deployment. children maps each child's graph name to its object (namespaced).
-func deletionGraph(name, ns string) (*reconcile.Graph, map[string]client.Object) {
+func deletionGraph(name, ns string) (*graph.Graph, map[string]client.Object) {
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
 	config := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"k": "v"}}
@@ -263,7 +266,7 @@ func deletionGraph(name, ns string) (*reconcile.Graph, map[string]client.Object)
 	deploy.Namespace = ns
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.ServiceSpec{
 		Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
-	g := reconcile.NewGraph()
+	g := graph.New()
 	g.Add("role", role)
 	g.Add("config", config)
 	g.Add("deployment", deploy).DependsOn("config", "role")
@@ -318,7 +321,7 @@ func TestIntegrationApplyRevertsAtomicListEscalation(t *testing.T) {
 		if lean {
 			name = "lean"
 			opts = append(opts, harness.WithManagerOptions(func(o *manager.Options) {
-				reconcile.LeanCache(&o.Cache, cachedKinds()...)
+				childcache.Configure(&o.Cache, cachedKinds()...)
 			}))
 		}
 		t.Run(name, func(t *testing.T) { testAtomicListEscalation(t, newFixture(t, opts...)) })
@@ -327,7 +330,7 @@ func TestIntegrationApplyRevertsAtomicListEscalation(t *testing.T) {
 
 // testAtomicListEscalation: an unchanged child costs no request, a changed one a write.
 func testAtomicListEscalation(t *testing.T, f *fixture) {
-	a := f.applier(reconcile.WithAPIReader(f.mgr.GetAPIReader()))
+	a := f.applier()
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-role"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}}
 	deploy := webDeployment("web", "ours:1")
@@ -342,29 +345,29 @@ func testAtomicListEscalation(t *testing.T, f *fixture) {
 		name   string
 		obj    client.Object
 		tamper func(client.Object)
-		wantOp reconcile.Operation
+		wantOp apply.Operation
 		check  func(live client.Object) string
 	}
 	steps := []step{
 		{"an extra verb", role, func(o client.Object) {
 			r := o.(*rbacv1.ClusterRole)
 			r.Rules[0].Verbs = append(r.Rules[0].Verbs, "delete")
-		}, reconcile.OperationUpdated, func(o client.Object) string { return fmt.Sprint(o.(*rbacv1.ClusterRole).Rules) }},
+		}, apply.OperationUpdated, func(o client.Object) string { return fmt.Sprint(o.(*rbacv1.ClusterRole).Rules) }},
 		{"an extra rule granting secrets", role, func(o client.Object) {
 			r := o.(*rbacv1.ClusterRole)
 			r.Rules = append(r.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"*"}})
-		}, reconcile.OperationUpdated, func(o client.Object) string { return fmt.Sprint(o.(*rbacv1.ClusterRole).Rules) }},
+		}, apply.OperationUpdated, func(o client.Object) string { return fmt.Sprint(o.(*rbacv1.ClusterRole).Rules) }},
 		{"an extra container argument", deploy, func(o client.Object) {
 			c := &o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
 			c.Args = append(c.Args, "--debug-endpoints")
-		}, reconcile.OperationUpdated, func(o client.Object) string {
+		}, apply.OperationUpdated, func(o client.Object) string {
 			return fmt.Sprint(o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Args)
 		}},
 		{"a sidecar and a foreign env var", deploy, func(o client.Object) {
 			spec := &o.(*appsv1.Deployment).Spec.Template.Spec
 			spec.Containers[0].Env = append(spec.Containers[0].Env, corev1.EnvVar{Name: "INJECTED", Value: "1"})
 			spec.Containers = append(spec.Containers, corev1.Container{Name: "sidecar", Image: "mesh:1"})
-		}, reconcile.OperationUnchanged, nil},
+		}, apply.OperationUnchanged, nil},
 	}
 	want := map[string]string{
 		"an extra verb":                  fmt.Sprint(role.Rules),
@@ -392,7 +395,7 @@ func testAtomicListEscalation(t *testing.T, f *fixture) {
 			continue
 		}
 		wantWrites, wantReads := 0, 0
-		if s.wantOp == reconcile.OperationUpdated {
+		if s.wantOp == apply.OperationUpdated {
 			wantWrites = 1
 		}
 		snap := f.counter.Snapshot()
@@ -442,8 +445,8 @@ func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
 			for round := range rounds {
 				name := fmt.Sprintf("w%d", round)
 				roleName := fmt.Sprintf("del-%s-%s-%s", v.name, ns[len(ns)-5:], name)
-				rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
-					g := reconcile.NewGraph()
+				rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*graph.Graph, error) {
+					g := graph.New()
 					g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 					g.Add("role", &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleName}, Rules: []rbacv1.PolicyRule{{
 						APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{w.Name + "-config"}, Verbs: []string{"get"},
@@ -640,8 +643,8 @@ func startShrunkWhileDown(t *testing.T, v cacheVariant, gate *watchGate, w *test
 		v.configure(o, ns, &corev1.ConfigMap{})
 	})}
 	mgr := env.StartManager(t, func(mgr manager.Manager) error {
-		rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
-			g := reconcile.NewGraph()
+		rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*graph.Graph, error) {
+			g := graph.New()
 			g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 			return g, nil
 		}}, append([]reconcile.ReconcilerOption{reconcile.WithName(fmt.Sprintf("%s-%s-%d", w.Name, v.name, widgetRuns.Add(1))),

@@ -20,6 +20,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
 // WithEveryChildChange makes every update of a child wake its owner, as controller-runtime's Owns
@@ -68,7 +69,7 @@ type childWatch struct {
 // verdict is a child's readiness as the owner's last reconcile judged it.
 type verdict struct {
 	// check is the node's ReadyWhen; nil for a node without one (ready once it exists).
-	check  ReadyCheck
+	check  graph.ReadyCheck
 	ready  bool
 	reason string
 	// rv is the resourceVersion of the object judged (often the answer to the reconcile's own write).
@@ -156,20 +157,21 @@ func (j *judging) finish(remembered bool) {
 // remember records, for every child the reconcile applied, the check of its node and its verdict on
 // the object the reconcile judged, then ends j. A check that panics is not remembered (its child wakes
 // the owner).
-func (w *childWatch) remember(j *judging, g *Graph, res *GraphResult) {
+func (w *childWatch) remember(j *judging, g *graph.Graph, res *graph.Result) {
 	if w.every || g == nil || res == nil {
 		j.finish(false)
 		return
 	}
 	for _, c := range res.Children {
-		n := g.index[c.Name]
+		n := g.Node(c.Name)
 		if !c.Applied || n == nil || isNilObject(c.Object) || c.Object.GetUID() == "" {
 			continue
 		}
-		v := verdict{check: n.ready, ready: true, rv: c.Object.GetResourceVersion()}
+		check := n.Readiness()
+		v := verdict{check: check, ready: true, rv: c.Object.GetResourceVersion()}
 		ok := true
-		if n.ready != nil {
-			v.ready, v.reason, ok = judge(n.ready, c.Object)
+		if check != nil {
+			v.ready, v.reason, ok = judge(check, c.Object)
 		}
 		w.mu.Lock()
 		if !ok {
@@ -264,7 +266,7 @@ func matters(v verdict, known bool, old, new client.Object) bool {
 
 // judge runs check on live as Graph.Apply does (a ready child has no reason, a child not ready
 // without one is "not ready"); ok is false when the check panicked.
-func judge(check ReadyCheck, live client.Object) (ready bool, reason string, ok bool) {
+func judge(check graph.ReadyCheck, live client.Object) (ready bool, reason string, ok bool) {
 	defer func() {
 		if recover() != nil {
 			ready, reason, ok = false, "", false
@@ -327,12 +329,31 @@ func contentChanged(old, new client.Object) bool {
 		return true
 	}
 	vo, vn = vo.Elem(), vn.Elem()
-	for _, i := range contentFields(vo.Type()) {
+	for _, i := range contentFieldsOf(vo.Type()) {
 		if !equality.Semantic.DeepEqual(vo.Field(i).Interface(), vn.Field(i).Interface()) {
 			return true
 		}
 	}
 	return false
+}
+
+// contentFields holds, by struct type, the indices of its fields that are content (isContentField):
+// reflect's Type.Field builds a whole StructField at each call, so each type is worked out once.
+var contentFields sync.Map // reflect.Type → []int
+
+// contentFieldsOf returns the indices of the content fields of a typed object's struct type t.
+func contentFieldsOf(t reflect.Type) []int {
+	if fs, ok := contentFields.Load(t); ok {
+		return fs.([]int)
+	}
+	var fs []int
+	for i := range t.NumField() {
+		if isContentField(t.Field(i)) {
+			fs = append(fs, i)
+		}
+	}
+	contentFields.Store(t, fs)
+	return fs
 }
 
 // isContentField reports whether f, a field of a typed object's struct, is content: serialized, and

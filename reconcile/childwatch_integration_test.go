@@ -21,6 +21,8 @@ import (
 	"github.com/convergo-dev/convergo/builders"
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/childcache"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/optest"
@@ -52,7 +54,7 @@ type quietCache struct {
 var quietCaches = []quietCache{
 	{name: "current"},
 	{name: "lagging", lag: 300 * time.Millisecond},
-	{name: "filtered", cache: func(o *cache.Options) { reconcile.LeanCache(o, &appsv1.Deployment{}) }},
+	{name: "filtered", cache: func(o *cache.Options) { childcache.Configure(o, &appsv1.Deployment{}) }},
 }
 
 func newQuietTest(t *testing.T, qc quietCache, opts ...reconcile.ReconcilerOption) *quietTest {
@@ -80,9 +82,9 @@ func newQuietTest(t *testing.T, qc quietCache, opts ...reconcile.ReconcilerOptio
 }
 
 // webChildren declares the Widget's Deployment.
-func webChildren(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+func webChildren(_ context.Context, w *testapi.Widget) (*graph.Graph, error) {
 	labels := map[string]string{"app": w.Name}
-	g := reconcile.NewGraph()
+	g := graph.New()
 	g.Add("web", &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-web"},
 		Spec: appsv1.DeploymentSpec{

@@ -21,6 +21,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
 // widgetKind is the owner kind of the childWatch tests.
@@ -49,7 +50,7 @@ func deployment() *appsv1.Deployment {
 	}
 }
 
-// available is a ReadyCheck of Deployments on the available replicas.
+// available is a graph.ReadyCheck of Deployments on the available replicas.
 func available(live client.Object) (bool, string) {
 	d := live.(*appsv1.Deployment)
 	if want := ptr.Deref(d.Spec.Replicas, 1); d.Status.AvailableReplicas < want {
@@ -69,7 +70,7 @@ func wakes(w *childWatch, old, new client.Object) bool {
 func TestChildWatchWakes(t *testing.T) {
 	type mutate func(client.Object)
 	deploy := func(f func(*appsv1.Deployment)) mutate { return func(o client.Object) { f(o.(*appsv1.Deployment)) } }
-	remembered := func(check ReadyCheck) map[types.UID]verdict {
+	remembered := func(check graph.ReadyCheck) map[types.UID]verdict {
 		v := verdict{check: check, ready: true}
 		if check != nil {
 			v.ready, v.reason, _ = judge(check, deployment())
@@ -214,13 +215,13 @@ func unstructuredChild() *unstructured.Unstructured {
 // applied is not remembered. While a reconcile judges, any update wakes the owner; once it has
 // remembered its verdicts, they decide.
 func TestChildWatchRemember(t *testing.T) {
-	g := NewGraph()
+	g := graph.New()
 	g.Add("web", deployment()).ReadyWhen(available)
 	g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config"}})
 	g.Add("waiting", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "waiting"}})
 	notAvailable := deployment()
 	notAvailable.Status.AvailableReplicas = 1
-	res := &GraphResult{Children: []ChildResult{
+	res := &graph.Result{Children: []graph.ChildResult{
 		{Name: "web", Applied: true, Object: notAvailable},
 		{Name: "config", Applied: true, Object: &corev1.ConfigMap{ObjectMeta: trackedMeta("config", "1")}},
 		{Name: "waiting", Applied: false},
@@ -257,15 +258,15 @@ func TestChildWatchRemember(t *testing.T) {
 // wakes nothing, a later one whose verdict differs does; a reconcile that ends without judging passes
 // every held update on. The owner's other reconciles still running keep them held.
 func TestChildWatchHoldsUpdatesWhileJudging(t *testing.T) {
-	g := NewGraph()
+	g := graph.New()
 	g.Add("web", deployment()).ReadyWhen(available)
 	v1 := deployment() // ready
 	v2 := v1.DeepCopy()
 	v2.ResourceVersion, v2.Generation, v2.Spec.Replicas = "2", 2, ptr.To[int32](3) // the reconcile's own write
 	v3 := v2.DeepCopy()
 	v3.ResourceVersion, v3.Status.ObservedGeneration, v3.Status.AvailableReplicas = "3", 2, 3 // then the Deployment controller's
-	judged := func(d *appsv1.Deployment) *GraphResult {
-		return &GraphResult{Children: []ChildResult{{Name: "web", Applied: true, Object: d}}}
+	judged := func(d *appsv1.Deployment) *graph.Result {
+		return &graph.Result{Children: []graph.ChildResult{{Name: "web", Applied: true, Object: d}}}
 	}
 
 	tests := []struct {
@@ -332,11 +333,11 @@ func TestChildWatchHoldsUpdatesWhileJudging(t *testing.T) {
 // TestChildWatchBounded: the remembered verdicts never exceed maxVerdicts.
 func TestChildWatchBounded(t *testing.T) {
 	w := newChildWatch(widgetKind, false)
-	g := NewGraph()
+	g := graph.New()
 	g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config"}})
 	for i := range maxVerdicts + 10 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config", UID: types.UID(fmt.Sprint(i))}}
-		w.remember(w.judge(ownerKey), g, &GraphResult{Children: []ChildResult{{Name: "config", Applied: true, Object: cm}}})
+		w.remember(w.judge(ownerKey), g, &graph.Result{Children: []graph.ChildResult{{Name: "config", Applied: true, Object: cm}}})
 	}
 	if n := w.remembered(); n > maxVerdicts || n == 0 {
 		t.Errorf("remembered %d verdicts, want between 1 and %d", n, maxVerdicts)

@@ -18,6 +18,8 @@ import (
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -73,8 +75,8 @@ func TestIntegrationKeepOnDeleteWhateverTheCache(t *testing.T) {
 			if v.lag {
 				childGate.pause()
 			}
-			rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
-				g := reconcile.NewGraph()
+			rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*graph.Graph, error) {
+				g := graph.New()
 				g.Add("data", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-data"}, Data: w.Spec.Data}).KeepOnDelete()
 				g.Add("app", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-app"}, Data: w.Spec.Data}).DependsOn("data")
 				return g, nil
@@ -165,7 +167,7 @@ func TestIntegrationKeepOnDeleteWhateverTheCache(t *testing.T) {
 				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(data), data); err != nil {
 					got.Data = err.Error()
 				} else {
-					got.Data = fmt.Sprintf("%s, %s=%s", ownedBy(data, w), reconcile.DeletionPolicyAnnotation, data.Annotations[reconcile.DeletionPolicyAnnotation])
+					got.Data = fmt.Sprintf("%s, %s=%s", ownedBy(data, w), apply.DeletionPolicyAnnotation, data.Annotations[apply.DeletionPolicyAnnotation])
 				}
 				want := figures{AppDeletes: 1, Releases: 1, FinalizerRemovals: 1, Data: "[], convergo.dev/deletion-policy=keep"}
 				if diff := cmp.Diff(want, got); diff != "" {
@@ -200,9 +202,9 @@ func TestIntegrationPruneReleasesKeptChild(t *testing.T) {
 			if err := env.Client.Create(t.Context(), owner); err != nil {
 				t.Fatal(err)
 			}
-			a := reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme(), reconcile.WithAPIReader(mgr.GetAPIReader()))
-			full := func(keep bool) *reconcile.Graph {
-				g := reconcile.NewGraph()
+			a := apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader())
+			full := func(keep bool) *graph.Graph {
+				g := graph.New()
 				g.Add("config", configMap("config", nil))
 				data := g.Add("data", configMap("data", map[string]string{"k": "v"}))
 				if keep {
@@ -224,12 +226,12 @@ func TestIntegrationPruneReleasesKeptChild(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			reduced := reconcile.NewGraph()
+			reduced := graph.New()
 			reduced.Add("config", configMap("config", nil))
 			counter.Reset()
 			var pruned []client.Object
 			for range 3 {
-				p, err := a.Prune(t.Context(), owner, reduced, &corev1.ConfigMap{})
+				p, err := reduced.Prune(t.Context(), a, owner, &corev1.ConfigMap{})
 				if err != nil {
 					t.Fatal(err)
 				}

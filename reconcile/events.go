@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/convergo-dev/convergo/internal/kobj"
+	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
 // Event reasons of the Reconciler's events.k8s.io events, besides the condition reasons it also uses
@@ -41,11 +43,11 @@ type noteEntry struct {
 }
 
 // verbs of the note, by operation.
-var noteVerbs = map[Operation]string{
-	OperationCreated:   "created",
-	OperationUpdated:   "updated",
-	OperationRecreated: "recreated",
-	OperationDeleted:   "deleted",
+var noteVerbs = map[apply.Operation]string{
+	apply.OperationCreated:   "created",
+	apply.OperationUpdated:   "updated",
+	apply.OperationRecreated: "recreated",
+	apply.OperationDeleted:   "deleted",
 }
 
 // recordChildren counts every child operation of a reconcile (Unchanged included) in the metrics and
@@ -74,10 +76,10 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 			}
 			kind := r.kindOf(child)
 			r.metrics.childOperation(kind, string(c.Operation))
-			if c.Operation == OperationUnchanged {
+			if c.Operation == apply.OperationUnchanged {
 				continue
 			}
-			if c.Operation == OperationRecreated {
+			if c.Operation == apply.OperationRecreated {
 				destructive = true
 			}
 			if first == nil && child != nil {
@@ -88,7 +90,7 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 	}
 	for _, p := range out.pruned {
 		kind := r.kindOf(p)
-		r.metrics.childOperation(kind, string(OperationDeleted))
+		r.metrics.childOperation(kind, string(apply.OperationDeleted))
 		if first == nil {
 			first = p
 		}
@@ -101,11 +103,11 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 
 // recordDeleted counts the children a deletion pass deleted and, with WithChangeEvents, emits one
 // Normal ChildrenDeleted event listing them, if any.
-func (r *Reconciler[T]) recordDeleted(owner T, deleted []ChildResult) {
+func (r *Reconciler[T]) recordDeleted(owner T, deleted []graph.ChildResult) {
 	entries := make([]noteEntry, 0, len(deleted))
 	for _, c := range deleted {
 		kind := r.kindOf(c.Object)
-		r.metrics.childOperation(kind, string(OperationDeleted))
+		r.metrics.childOperation(kind, string(apply.OperationDeleted))
 		entries = append(entries, noteEntry{verb: "deleted", what: kobj.DescribeKey(kind, keyOf(c.Object))})
 	}
 	if len(entries) > 0 && r.changeEvents {

@@ -22,7 +22,8 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/ownership"
-	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -57,8 +58,8 @@ func configReady(live client.Object) (bool, string) {
 func TestIntegrationGraphApplyRespectsDependencies(t *testing.T) {
 	f := newFixture(t)
 	a := f.applier()
-	build := func(ready string) *reconcile.Graph {
-		g := reconcile.NewGraph()
+	build := func(ready string) *graph.Graph {
+		g := graph.New()
 		g.Add("web", deployment("web")).DependsOn("config")
 		g.Add("config", configMap("config", map[string]string{"ready": ready})).ReadyWhen(configReady)
 		return g
@@ -85,7 +86,7 @@ func TestIntegrationGraphApplyRespectsDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Ready || res.Child("web").Operation != reconcile.OperationCreated || res.Child("config").Operation != reconcile.OperationUpdated {
+	if !res.Ready || res.Child("web").Operation != apply.OperationCreated || res.Child("config").Operation != apply.OperationUpdated {
 		t.Fatalf("result %+v: want config updated, web created, all ready", res.Children)
 	}
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
@@ -121,8 +122,8 @@ func childState(t *testing.T, c client.Client, owner, obj client.Object) string 
 func TestIntegrationGraphDelete(t *testing.T) {
 	f := newFixture(t)
 	roleName := f.ns + "-reader"
-	build := func() *reconcile.Graph {
-		g := reconcile.NewGraph()
+	build := func() *graph.Graph {
+		g := graph.New()
 		g.Add("config", configMap("config", map[string]string{"k": "v"}))
 		g.Add("role", clusterRole(roleName)) // cluster-scoped: tracked, no owner reference
 		g.Add("web", deployment("web")).DependsOn("config", "role")
@@ -188,7 +189,7 @@ func TestIntegrationGraphDelete(t *testing.T) {
 
 	deleteOnce := func(mgr manager.Manager) bool {
 		t.Helper()
-		res, err := build().Delete(t.Context(), reconcile.NewApplier(mgr.GetClient(), mgr.GetScheme()), f.owner)
+		res, err := build().Delete(t.Context(), apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader()), f.owner)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +276,7 @@ func TestIntegrationPrune(t *testing.T) {
 	a := f.applier()
 	other := f.newOwner(t, "other")
 
-	full := reconcile.NewGraph()
+	full := graph.New()
 	full.Add("config", configMap("config", nil))
 	full.Add("svc", service("svc")).DependsOn("config")
 	if _, err := full.Apply(t.Context(), a, f.owner); err != nil {
@@ -298,10 +299,10 @@ func TestIntegrationPrune(t *testing.T) {
 	}
 
 	// The optional Service is switched off.
-	reduced := reconcile.NewGraph()
+	reduced := graph.New()
 	reduced.Add("config", configMap("config", nil))
 	f.counter.Reset()
-	pruned, err := a.Prune(t.Context(), f.owner, reduced, &corev1.Service{}, &corev1.ConfigMap{})
+	pruned, err := reduced.Prune(t.Context(), a, f.owner, &corev1.Service{}, &corev1.ConfigMap{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func TestIntegrationPrune(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprintf("cache still has svc: %v", err)
 	})
 	f.counter.Reset()
-	if pruned, err := a.Prune(t.Context(), f.owner, reduced, &corev1.Service{}, &corev1.ConfigMap{}); err != nil || len(pruned) != 0 {
+	if pruned, err := reduced.Prune(t.Context(), a, f.owner, &corev1.Service{}, &corev1.ConfigMap{}); err != nil || len(pruned) != 0 {
 		t.Errorf("second prune: %v, %v; want nothing", pruned, err)
 	}
 	if n := f.counter.Snapshot().Writes(); n != 0 {
@@ -345,7 +346,7 @@ func TestIntegrationTrackedChildMapsToOwner(t *testing.T) {
 	f := newFixture(t)
 	roleName := f.ns + "-tracked"
 	live, op, err := f.applier().Apply(t.Context(), f.owner, clusterRole(roleName))
-	if err != nil || op != reconcile.OperationCreated {
+	if err != nil || op != apply.OperationCreated {
 		t.Fatalf("apply ClusterRole: %s, %v", op, err)
 	}
 	if len(live.GetOwnerReferences()) != 0 {
@@ -389,7 +390,7 @@ func TestIntegrationTrackedChildMapsToOwner(t *testing.T) {
 	// A change of the child maps to the owner again.
 	changed := clusterRole(roleName)
 	changed.Rules[0].Verbs = []string{"get", "list"}
-	if _, op, err := f.applier().Apply(t.Context(), f.owner, changed); err != nil || op != reconcile.OperationUpdated {
+	if _, op, err := f.applier().Apply(t.Context(), f.owner, changed); err != nil || op != apply.OperationUpdated {
 		t.Fatalf("update ClusterRole: %s, %v", op, err)
 	}
 	waitFor("update")

@@ -35,6 +35,8 @@ import (
 	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/internal/kobj"
 	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/sharding"
 	"github.com/convergo-dev/convergo/status"
 )
@@ -71,7 +73,7 @@ type Object interface {
 // reconcile (and during deletion, to delete in reverse order) and must not modify obj. Return an
 // error made with Invalid for a spec that can never work as it is: the object becomes Stalled and is
 // not retried until its spec changes. Any other error is retried with backoff.
-type ChildrenFunc[T Object] func(ctx context.Context, obj T) (*Graph, error)
+type ChildrenFunc[T Object] func(ctx context.Context, obj T) (*graph.Graph, error)
 
 // InvalidSpecError reports a spec that cannot be reconciled until it changes. The Reconciler turns it
 // into Stalled=True (with Reason), a Warning event, and no requeue.
@@ -105,7 +107,7 @@ func Invalid(format string, args ...any) error {
 	return &InvalidSpecError{Err: fmt.Errorf(format, args...)}
 }
 
-// ReconcilerOption configures NewReconciler. (The package's ApplierOption type configures the Applier;
+// ReconcilerOption configures NewReconciler. (The package's apply.Option type configures the Applier;
 // pass those through WithApplierOptions.)
 type ReconcilerOption func(*reconcilerConfig)
 
@@ -113,7 +115,7 @@ type reconcilerConfig struct {
 	name          string
 	finalizer     string
 	owns          []client.Object
-	applierOpts   []ApplierOption
+	applierOpts   []apply.Option
 	maxConcurrent int
 	recorder      events.EventRecorder
 	changeEvents  bool
@@ -183,10 +185,10 @@ func WithOwns(objs ...client.Object) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.owns = append(c.owns, objs...) }
 }
 
-// WithApplierOptions passes options to the Reconciler's Applier (WithAdoptOrphans,
-// WithRecreateOnImmutable, WithFieldManager, WithAPIReader; the field manager defaults to the
-// controller name, the API reader to the manager's).
-func WithApplierOptions(opts ...ApplierOption) ReconcilerOption {
+// WithApplierOptions passes options to the Reconciler's Applier (apply.WithAdoptOrphans,
+// apply.WithRecreateOnImmutable, apply.WithFieldManager; the field manager defaults to the controller
+// name).
+func WithApplierOptions(opts ...apply.Option) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.applierOpts = append(c.applierOpts, opts...) }
 }
 
@@ -284,7 +286,7 @@ type Reconciler[T Object] struct {
 	scheme   *runtime.Scheme
 	// cache is the manager's, for the controller's sources.
 	cache     cache.Cache
-	applier   *Applier
+	applier   *apply.Applier
 	patcher   *status.Patcher
 	apiReader client.Reader
 	recorder  events.EventRecorder
@@ -292,7 +294,7 @@ type Reconciler[T Object] struct {
 	changeEvents bool
 	finalizer    string
 	cleanup      func(context.Context, T) (bool, error)
-	statusFn     func(context.Context, T, *GraphResult) error
+	statusFn     func(context.Context, T, *graph.Result) error
 	suspendedFn  func(T) bool
 	owns         []client.Object
 	watches      []extraWatch
@@ -308,9 +310,6 @@ type Reconciler[T Object] struct {
 	initErr      error
 	// shard is set by WithSharding.
 	shard *sharding.Shard
-	// known is the record of the Reconciler's own writes (to T and its children) the cache may not show
-	// yet; shared with the Applier.
-	known *knowledge
 
 	mu         sync.Mutex
 	controller controller.Controller
@@ -332,7 +331,7 @@ type Hooks[T Object] struct {
 	// Deployment in res.Child("deployment").Object). It runs after every successful apply; the
 	// Reconciler sets the conditions afterwards and writes the status only if it changed. An error made
 	// with Invalid stalls the object; any other error is retried.
-	Status func(ctx context.Context, obj T, res *GraphResult) error
+	Status func(ctx context.Context, obj T, res *graph.Result) error
 	// Cleanup runs during deletion after every child is gone and before the finalizer is removed, for
 	// what lives outside the cluster. It reports done=false while work remains; the object is then looked
 	// at again after the poll interval. It must be idempotent.
@@ -409,13 +408,11 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 	}
 	writer := client.WithFieldOwner(base, r.name)
 	r.client = writer
-	r.applier = NewApplier(base, r.scheme,
-		append([]ApplierOption{WithFieldManager(r.name), WithAPIReader(mgr.GetAPIReader()),
-			WithConnection(mgr.GetConfig(), mgr.GetHTTPClient())}, cfg.applierOpts...)...)
-	r.known = r.applier.known
+	applierOpts := []apply.Option{apply.WithFieldManager(r.name), apply.WithConnection(mgr.GetConfig(), mgr.GetHTTPClient())}
 	if r.shard != nil {
-		r.applier.guard = r.shard.Writable
+		applierOpts = append(applierOpts, apply.WithWriteGuard(r.shard.Writable))
 	}
+	r.applier = apply.NewApplier(base, mgr.GetAPIReader(), append(applierOpts, cfg.applierOpts...)...)
 	r.apiReader = mgr.GetAPIReader()
 	r.patcher = status.NewPatcher(writer, status.WithAPIReader(r.apiReader))
 	r.recorder = cfg.recorder
@@ -484,7 +481,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 		))).
 		WithOptions(opts).
 		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
-		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.known.observer(r.gvk.GroupKind())))
+		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.applier.Observer(r.gvk.GroupKind())))
 	r.mu.Lock()
 	for _, o := range r.owns {
 		gvk, _ := apiutil.GVKForObject(o, r.scheme)
@@ -615,7 +612,7 @@ func (r *Reconciler[T]) get(ctx context.Context, req ctrl.Request) (T, error) {
 		}
 		return zero, fmt.Errorf("get %s %s: %w", r.gvk.Kind, req.NamespacedName, err)
 	}
-	resolved, ok := r.known.resolve(idOf(r.gvk.GroupKind(), obj), obj).(T)
+	resolved, ok := r.applier.Latest(r.gvk.GroupKind(), obj).(T)
 	if !ok {
 		return obj, nil
 	}
@@ -624,7 +621,7 @@ func (r *Reconciler[T]) get(ctx context.Context, req ctrl.Request) (T, error) {
 
 // wrote records that a write of the Reconciler turned T's version rvBefore into obj.
 func (r *Reconciler[T]) wrote(rvBefore string, obj T) {
-	r.known.wrote(idOf(r.gvk.GroupKind(), obj), "", nil, rvBefore, obj, "", true)
+	r.applier.RememberWrite(r.gvk.GroupKind(), rvBefore, obj)
 }
 
 // patchStatus writes the status difference between before and obj and records the write.
@@ -665,8 +662,8 @@ func isZero[T Object](obj T) bool {
 
 // outcome is what converging one object produced.
 type outcome struct {
-	graph   *Graph
-	result  *GraphResult
+	graph   *graph.Graph
+	result  *graph.Result
 	pruned  []client.Object
 	invalid *InvalidSpecError
 	err     error
@@ -680,7 +677,7 @@ func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
 		return r.failed(out, fmt.Errorf("build children: %w", err))
 	}
 	if g == nil {
-		g = NewGraph()
+		g = graph.New()
 	}
 	out.graph = g
 	if err := g.Validate(); err != nil {
@@ -695,7 +692,7 @@ func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
 	}
 	if out.result.Ready {
 		if types := r.typesToPrune(obj, g); len(types) > 0 {
-			if out.pruned, err = r.applier.Prune(ctx, obj, g, types...); err != nil {
+			if out.pruned, err = g.Prune(ctx, r.applier, obj, types...); err != nil {
 				return r.failed(out, err)
 			}
 		}
@@ -817,7 +814,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if done {
 		// A reconcile that still reads the version from before the removal works on its answer
 		// (no finalizer: nothing to do) instead of sending the removal again.
-		r.known.finalized(idOf(r.gvk.GroupKind(), obj), rv, obj)
+		r.applier.RememberFinalized(r.gvk.GroupKind(), rv, obj)
 	}
 	if err != nil {
 		r.metrics.deletionStep("cleanup", "error")
@@ -832,7 +829,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	r.metrics.deletionStep("finalizer", "done")
 	r.metrics.result(resultFinalized)
 	r.forgetDeletion(key)
-	r.known.forgetChildren(obj.GetUID())
+	r.applier.ForgetChildren(obj.GetUID())
 	// No event: the object is gone right after this; the ChildrenDeleted events (WithChangeEvents)
 	// and the log tell the story.
 	log.Info("finalized: children deleted, cleanup done, finalizer removed")
@@ -853,7 +850,7 @@ func (r *Reconciler[T]) deletionWaits(ctx context.Context, obj, before T, msg st
 // deleteChildren deletes the graph in reverse order, then any other child of the known types (types
 // the graph no longer declares, or all of them when the graph cannot be built from the spec). The
 // result is never nil; its Deleted lists what this pass deleted, even on error.
-func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj T) (*DeleteResult, error) {
+func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj T) (*graph.DeleteResult, error) {
 	typesToDelete := r.knownTypes()
 	g, err := r.children(ctx, obj)
 	switch {
@@ -865,7 +862,7 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 	default:
 		res, err := g.Delete(ctx, r.applier, obj)
 		if res == nil {
-			res = &DeleteResult{}
+			res = &graph.DeleteResult{}
 		}
 		if err != nil || !res.Done {
 			return res, err
@@ -875,26 +872,53 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 		// still hold a child of it (a list scans every cached object of the kind: N^2 label checks
 		// over the deletion of N owners).
 		mayHold := func(gk schema.GroupKind) bool { return r.counts.mayHoldUndeclared(obj.GetUID(), gk, 0) }
-		rest, err := r.applier.deleteOwned(ctx, obj, typesToDelete, mayHold)
-		rest.Deleted = append(res.Deleted, rest.Deleted...)
-		return rest, err
+		rest, err := r.applier.DeleteOwned(ctx, obj, mayHold, typesToDelete...)
+		return ownedResult(res.Deleted, rest), err
 	}
-	return r.applier.DeleteOwned(ctx, obj, typesToDelete...)
+	rest, err := r.applier.DeleteOwned(ctx, obj, nil, typesToDelete...)
+	return ownedResult(nil, rest), err
+}
+
+// ownedResult is the result of a deletion pass that deleted (in graph order) what deleted lists, then
+// what DeleteOwned reported in rest.
+func ownedResult(deleted []graph.ChildResult, rest *apply.OwnedDeletion) *graph.DeleteResult {
+	res := &graph.DeleteResult{Done: rest.Done, Deleted: deleted, Waiting: rest.Waiting}
+	for _, obj := range rest.Deleted {
+		res.Deleted = append(res.Deleted, graph.ChildResult{Object: obj, Operation: apply.OperationDeleted})
+	}
+	return res
+}
+
+// declaredTypes returns the first declared child of each child kind of g, in declaration order, with
+// its kind: the graph's own objects, to read their types, never their content.
+func (r *Reconciler[T]) declaredTypes(g *graph.Graph) ([]client.Object, []schema.GroupVersionKind) {
+	var objs []client.Object
+	var kinds []schema.GroupVersionKind
+	for _, n := range g.Nodes() {
+		obj := n.Object()
+		if isNilObject(obj) {
+			continue
+		}
+		gvk, err := apiutil.GVKForObject(obj, r.scheme)
+		if err != nil || slices.Contains(kinds, gvk) {
+			continue
+		}
+		objs, kinds = append(objs, obj), append(kinds, gvk)
+	}
+	return objs, kinds
 }
 
 // watchTypes starts watching child types g declares that are not watched yet (only once the
 // controller is set up; direct Reconcile calls skip this).
-func (r *Reconciler[T]) watchTypes(ctx context.Context, g *Graph) {
+func (r *Reconciler[T]) watchTypes(ctx context.Context, g *graph.Graph) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.controller == nil {
 		return
 	}
-	for _, sample := range g.typeSamples() {
-		gvk, err := apiutil.GVKForObject(sample, r.scheme)
-		if err != nil {
-			continue
-		}
+	samples, kinds := r.declaredTypes(g)
+	for i, sample := range samples {
+		gvk := kinds[i]
 		if _, ok := r.watched[gvk]; ok {
 			continue
 		}
@@ -921,25 +945,25 @@ func (r *Reconciler[T]) knownTypes() []client.Object {
 	return out
 }
 
-func (r *Reconciler[T]) pruneTypes(g *Graph) []client.Object {
+func (r *Reconciler[T]) pruneTypes(g *graph.Graph) []client.Object {
 	return r.mergeTypes(r.knownTypes(), g)
 }
 
 // typesToPrune returns the types of pruneTypes(g) whose cached objects tracked by owner may include
 // one g does not declare: those the child counts say hold more objects than g declares of the kind,
 // those not counted, and those with a declared child whose write the cache has not shown yet.
-func (r *Reconciler[T]) typesToPrune(owner T, g *Graph) []client.Object {
+func (r *Reconciler[T]) typesToPrune(owner T, g *graph.Graph) []client.Object {
 	all := r.pruneTypes(g)
 	declared := map[schema.GroupKind]int{}
 	unseen := map[schema.GroupKind]bool{}
-	for _, n := range g.nodes {
-		gvk, err := apiutil.GVKForObject(n.obj, r.scheme)
+	for _, n := range g.Nodes() {
+		gvk, err := apiutil.GVKForObject(n.Object(), r.scheme)
 		if err != nil {
 			return all // Prune reports it
 		}
 		gk := gvk.GroupKind()
 		declared[gk]++
-		if id, err := r.applier.identityOf(n.obj, owner); err != nil || r.known.unseenWrite(id) {
+		if r.applier.Unseen(owner, n.Object()) {
 			unseen[gk] = true
 		}
 	}
@@ -957,16 +981,17 @@ func (r *Reconciler[T]) typesToPrune(owner T, g *Graph) []client.Object {
 // the controller watches them, a holds every declared type (knownTypes), and nothing is made: an
 // empty object per declared type and reconcile (g.Types(), a Deployment's large struct among them)
 // was 2% of a restarted manager's CPU.
-func (r *Reconciler[T]) mergeTypes(a []client.Object, g *Graph) []client.Object {
+func (r *Reconciler[T]) mergeTypes(a []client.Object, g *graph.Graph) []client.Object {
 	seen := map[schema.GroupVersionKind]bool{}
 	for _, o := range a {
 		if gvk, err := apiutil.GVKForObject(o, r.scheme); err == nil {
 			seen[gvk] = true
 		}
 	}
-	for _, sample := range g.typeSamples() {
-		gvk, err := apiutil.GVKForObject(sample, r.scheme)
-		if err != nil || seen[gvk] {
+	samples, kinds := r.declaredTypes(g)
+	for i, sample := range samples {
+		gvk := kinds[i]
+		if seen[gvk] {
 			continue
 		}
 		seen[gvk] = true

@@ -16,6 +16,7 @@ import (
 
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -58,7 +59,7 @@ func TestIntegrationReconcilerReadsItsOwnWrites(t *testing.T) {
 			}
 			rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: widgetChildren(new(atomic.Int64))},
 				reconcile.WithName(w.Name), reconcile.WithOwns(&corev1.ConfigMap{}),
-				reconcile.WithApplierOptions(reconcile.WithAdoptOrphans()))
+				reconcile.WithApplierOptions(apply.WithAdoptOrphans()))
 			if err := wc.Create(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}

@@ -3,8 +3,9 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
-	"k8s.io/client-go/rest"
 	"net/http"
+
+	"k8s.io/client-go/rest"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
 // exampleManager stands in for the manager of an operator (ctrl.NewManager) so that the example runs
@@ -57,11 +59,11 @@ func ExampleNewReconciler() {
 	rec := events.NewFakeRecorder(10)
 
 	// The operator's part: the children of a Widget, built from its spec.
-	children := func(ctx context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+	children := func(ctx context.Context, w *testapi.Widget) (*graph.Graph, error) {
 		if w.Spec.Replicas > 5 {
 			return nil, reconcile.Invalid("replicas must be at most 5, got %d", w.Spec.Replicas)
 		}
-		g := reconcile.NewGraph()
+		g := graph.New()
 		g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		return g, nil
 	}

@@ -5,13 +5,14 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
-	"k8s.io/client-go/util/workqueue"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
@@ -30,6 +31,7 @@ import (
 	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -63,12 +65,12 @@ const widgetHoldFinalizer = "test.convergo.dev/hold"
 // with spec.data.edge=creation only its creation waits); plus an optional third one while
 // spec.data.extra is set.
 func widgetChildren(calls *atomic.Int64) reconcile.ChildrenFunc[*testapi.Widget] {
-	return func(ctx context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+	return func(ctx context.Context, w *testapi.Widget) (*graph.Graph, error) {
 		calls.Add(1)
 		if w.Spec.Invalid != "" {
 			return nil, reconcile.Invalid("spec.invalid is set: %s", w.Spec.Invalid)
 		}
-		g := reconcile.NewGraph()
+		g := graph.New()
 		g.Add("config", &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"},
 			Data:       w.Spec.Data,
@@ -648,7 +650,7 @@ func TestIntegrationReconcilerKeepsOtherFinalizers(t *testing.T) {
 // ready), listed in that reconcile's ChildrenApplied event (the only one, by default) and counted in
 // the metric.
 func TestIntegrationReconcilerPrunes(t *testing.T) {
-	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Status: func(_ context.Context, w *testapi.Widget, res *reconcile.GraphResult) error {
+	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Status: func(_ context.Context, w *testapi.Widget, res *graph.Result) error {
 		w.Status.ReadyChildren = 0
 		for _, c := range res.Children {
 			if c.Ready {
@@ -734,7 +736,7 @@ func TestIntegrationReconcilerWithWatches(t *testing.T) {
 		}
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 	})
-	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Status: func(_ context.Context, w *testapi.Widget, _ *reconcile.GraphResult) error {
+	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Status: func(_ context.Context, w *testapi.Widget, _ *graph.Result) error {
 		if w.Name == "watched" {
 			woken.Add(1)
 		}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/client-go/rest"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
@@ -25,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/convergo-dev/convergo/internal/testapi"
+	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/status"
 )
 
@@ -62,7 +65,7 @@ func rtReconciler(t testing.TB, opts ...ReconcilerOption) (*Reconciler[*testapi.
 	s := rtScheme(t)
 	rec := events.NewFakeRecorder(100)
 	mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s}
-	r := NewReconciler(mgr, Hooks[*testapi.Widget]{Children: func(context.Context, *testapi.Widget) (*Graph, error) { return NewGraph(), nil }},
+	r := NewReconciler(mgr, Hooks[*testapi.Widget]{Children: func(context.Context, *testapi.Widget) (*graph.Graph, error) { return graph.New(), nil }},
 		append([]ReconcilerOption{WithEventRecorder(rec)}, opts...)...)
 	if r.initErr != nil {
 		t.Fatal(r.initErr)
@@ -112,8 +115,8 @@ func TestInvalid(t *testing.T) {
 }
 
 func TestSetConditions(t *testing.T) {
-	applied := func(name string, ready bool) ChildResult {
-		return ChildResult{Name: name, Applied: true, Ready: ready, Operation: OperationUnchanged}
+	applied := func(name string, ready bool) graph.ChildResult {
+		return graph.ChildResult{Name: name, Applied: true, Ready: ready, Operation: apply.OperationUnchanged}
 	}
 	cases := map[string]struct {
 		out  outcome
@@ -128,8 +131,8 @@ func TestSetConditions(t *testing.T) {
 			want: map[string]string{status.Ready: `False ReconcileError: apply child "config": connection refused`, status.Reconciling: `True ReconcileError: apply child "config": connection refused`},
 		},
 		"a child held back by a dependency": {
-			out: outcome{result: &GraphResult{
-				Children: []ChildResult{applied("config", false), {Name: "web"}},
+			out: outcome{result: &graph.Result{
+				Children: []graph.ChildResult{applied("config", false), {Name: "web"}},
 				Waiting:  []string{"config: no key", "web waits for config: no key"},
 			}},
 			want: map[string]string{
@@ -138,8 +141,8 @@ func TestSetConditions(t *testing.T) {
 			},
 		},
 		"all applied, one not ready": {
-			out: outcome{result: &GraphResult{
-				Children: []ChildResult{applied("config", true), applied("web", false)},
+			out: outcome{result: &graph.Result{
+				Children: []graph.ChildResult{applied("config", true), applied("web", false)},
 				Waiting:  []string{"web: 1 of 3 replicas available"},
 			}},
 			want: map[string]string{
@@ -148,15 +151,15 @@ func TestSetConditions(t *testing.T) {
 			},
 		},
 		"ready": {
-			out:  outcome{result: &GraphResult{Ready: true, Children: []ChildResult{applied("a", true), applied("b", true)}}},
+			out:  outcome{result: &graph.Result{Ready: true, Children: []graph.ChildResult{applied("a", true), applied("b", true)}}},
 			want: map[string]string{status.Ready: "True Reconciled: all 2 children ready"},
 		},
 		"ready, one child": {
-			out:  outcome{result: &GraphResult{Ready: true, Children: []ChildResult{applied("a", true)}}},
+			out:  outcome{result: &graph.Result{Ready: true, Children: []graph.ChildResult{applied("a", true)}}},
 			want: map[string]string{status.Ready: "True Reconciled: the child is ready"},
 		},
 		"ready, no children": {
-			out:  outcome{result: &GraphResult{Ready: true}},
+			out:  outcome{result: &graph.Result{Ready: true}},
 			want: map[string]string{status.Ready: "True Reconciled: reconciled, no children"},
 		},
 	}
@@ -195,22 +198,22 @@ func TestRecordChildren(t *testing.T) {
 	live := func(name string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
 	}
-	g := NewGraph()
+	g := graph.New()
 	g.Add("a", live("a"))
 	g.Add("b", live("b"))
 	g.Add("c", live("c"))
 	g.Add("d", live("d"))
 	out := outcome{
 		graph: g,
-		result: &GraphResult{Children: []ChildResult{
-			{Name: "a", Object: live("a"), Operation: OperationCreated, Applied: true},
-			{Name: "b", Object: live("b"), Operation: OperationUnchanged, Applied: true},
-			{Name: "c", Operation: OperationRecreated, Applied: true}, // recreated, old one still going
+		result: &graph.Result{Children: []graph.ChildResult{
+			{Name: "a", Object: live("a"), Operation: apply.OperationCreated, Applied: true},
+			{Name: "b", Object: live("b"), Operation: apply.OperationUnchanged, Applied: true},
+			{Name: "c", Operation: apply.OperationRecreated, Applied: true}, // recreated, old one still going
 			{Name: "d"}, // waiting: no operation
 		}},
 		pruned: []client.Object{live("old")},
 	}
-	ops := []Operation{OperationCreated, OperationUnchanged, OperationRecreated, OperationDeleted, OperationUpdated}
+	ops := []apply.Operation{apply.OperationCreated, apply.OperationUnchanged, apply.OperationRecreated, apply.OperationDeleted, apply.OperationUpdated}
 	before := map[string]float64{}
 	for _, op := range ops {
 		before[string(op)] = childOperations(t, "record-children-test", "ConfigMap", op)
@@ -221,8 +224,8 @@ func TestRecordChildren(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	// Nothing changed: no event.
-	r.recordChildren(owner, outcome{graph: g, result: &GraphResult{Children: []ChildResult{
-		{Name: "b", Object: live("b"), Operation: OperationUnchanged, Applied: true},
+	r.recordChildren(owner, outcome{graph: g, result: &graph.Result{Children: []graph.ChildResult{
+		{Name: "b", Object: live("b"), Operation: apply.OperationUnchanged, Applied: true},
 	}}})
 	if got := drain(rec); len(got) != 0 {
 		t.Errorf("events for an unchanged child: %v", got)
@@ -244,54 +247,54 @@ func TestChildrenAppliedPolicy(t *testing.T) {
 	live := func(name string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
 	}
-	applied := func(ops ...Operation) []ChildResult {
-		var out []ChildResult
+	applied := func(ops ...apply.Operation) []graph.ChildResult {
+		var out []graph.ChildResult
 		for i, op := range ops {
 			name := fmt.Sprintf("c%d", i)
-			out = append(out, ChildResult{Name: name, Object: live(name), Operation: op, Applied: true})
+			out = append(out, graph.ChildResult{Name: name, Object: live(name), Operation: op, Applied: true})
 		}
 		return out
 	}
 	cases := map[string]struct {
 		opts     []ReconcilerOption
-		children []ChildResult
+		children []graph.ChildResult
 		pruned   []client.Object
 		want     []string
 	}{
 		"created, by default": {
-			children: applied(OperationCreated, OperationCreated),
+			children: applied(apply.OperationCreated, apply.OperationCreated),
 		},
 		"updated, by default": {
-			children: applied(OperationUpdated, OperationUnchanged),
+			children: applied(apply.OperationUpdated, apply.OperationUnchanged),
 		},
 		"created, with change events": {
 			opts:     []ReconcilerOption{WithChangeEvents()},
-			children: applied(OperationCreated, OperationCreated),
+			children: applied(apply.OperationCreated, apply.OperationCreated),
 			want:     []string{"Normal ChildrenApplied created ConfigMap ns/c0, ConfigMap ns/c1"},
 		},
 		"updated, with change events": {
 			opts:     []ReconcilerOption{WithChangeEvents()},
-			children: applied(OperationUnchanged, OperationUpdated),
+			children: applied(apply.OperationUnchanged, apply.OperationUpdated),
 			want:     []string{"Normal ChildrenApplied updated ConfigMap ns/c1"},
 		},
 		"recreated, by default": {
-			children: applied(OperationCreated, OperationRecreated),
+			children: applied(apply.OperationCreated, apply.OperationRecreated),
 			want:     []string{"Normal ChildrenApplied created ConfigMap ns/c0; recreated ConfigMap ns/c1"},
 		},
 		"pruned, by default": {
-			children: applied(OperationUnchanged),
+			children: applied(apply.OperationUnchanged),
 			pruned:   []client.Object{live("old")},
 			want:     []string{"Normal ChildrenApplied pruned ConfigMap ns/old"},
 		},
 		"unchanged, with change events": {
 			opts:     []ReconcilerOption{WithChangeEvents()},
-			children: applied(OperationUnchanged),
+			children: applied(apply.OperationUnchanged),
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r, rec := rtReconciler(t, append([]ReconcilerOption{WithName("children-applied-policy-test")}, tc.opts...)...)
-			r.recordChildren(owner, outcome{result: &GraphResult{Children: tc.children}, pruned: tc.pruned})
+			r.recordChildren(owner, outcome{result: &graph.Result{Children: tc.children}, pruned: tc.pruned})
 			if diff := cmp.Diff(tc.want, drain(rec)); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -303,10 +306,10 @@ func TestChildrenAppliedPolicy(t *testing.T) {
 // pass that deleted children, come only with WithChangeEvents.
 func TestRecordDeleted(t *testing.T) {
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}
-	deleted := func(objs ...client.Object) []ChildResult {
-		var out []ChildResult
+	deleted := func(objs ...client.Object) []graph.ChildResult {
+		var out []graph.ChildResult
 		for _, o := range objs {
-			out = append(out, ChildResult{Object: o, Operation: OperationDeleted})
+			out = append(out, graph.ChildResult{Object: o, Operation: apply.OperationDeleted})
 		}
 		return out
 	}
@@ -331,14 +334,14 @@ func TestRecordDeleted(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r, rec := rtReconciler(t, append([]ReconcilerOption{WithName(tc.controller)}, tc.opts...)...)
-			before := childOperations(t, tc.controller, "ConfigMap", OperationDeleted)
+			before := childOperations(t, tc.controller, "ConfigMap", apply.OperationDeleted)
 			r.recordDeleted(owner, deleted(svc))
 			r.recordDeleted(owner, nil) // a pass that only waits: no event
 			r.recordDeleted(owner, deleted(cm, secret))
 			if diff := cmp.Diff(tc.want, drain(rec)); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
-			if got := childOperations(t, tc.controller, "ConfigMap", OperationDeleted) - before; got != 1 {
+			if got := childOperations(t, tc.controller, "ConfigMap", apply.OperationDeleted) - before; got != 1 {
 				t.Errorf("convergo_child_operations_total{kind=ConfigMap,operation=Deleted} grew by %v, want 1", got)
 			}
 		})
@@ -415,7 +418,7 @@ func TestEventNoteIsBounded(t *testing.T) {
 func TestNewReconcilerDefaultsAndErrors(t *testing.T) {
 	s := rtScheme(t)
 	mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s}
-	children := func(context.Context, *testapi.Widget) (*Graph, error) { return nil, nil }
+	children := func(context.Context, *testapi.Widget) (*graph.Graph, error) { return nil, nil }
 
 	r := NewReconciler(mgr, Hooks[*testapi.Widget]{Children: children}, WithEventRecorder(events.NewFakeRecorder(1)))
 	if r.initErr != nil {
@@ -462,7 +465,6 @@ func TestReconcilerPassesOptionsOn(t *testing.T) {
 	type settings struct {
 		MaxConcurrent int
 		FieldManager  string
-		AdoptOrphans  bool
 	}
 	cases := map[string]struct {
 		opts []ReconcilerOption
@@ -475,14 +477,14 @@ func TestReconcilerPassesOptionsOn(t *testing.T) {
 		},
 		"given": {
 			opts: []ReconcilerOption{WithName("tuned"), WithMaxConcurrentReconciles(4),
-				WithApplierOptions(WithFieldManager("custom"), WithAdoptOrphans())},
-			want: settings{MaxConcurrent: 4, FieldManager: "custom", AdoptOrphans: true},
+				WithApplierOptions(apply.WithFieldManager("custom"))},
+			want: settings{MaxConcurrent: 4, FieldManager: "custom"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r, _ := rtReconciler(t, tc.opts...)
-			got := settings{MaxConcurrent: r.maxConc, FieldManager: r.applier.FieldManager(), AdoptOrphans: r.applier.cfg.adoptOrphans}
+			got := settings{MaxConcurrent: r.maxConc, FieldManager: r.applier.FieldManager()}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
 			}
@@ -499,7 +501,7 @@ func ctrlRequest(namespace, name string) ctrl.Request {
 
 // childOperations reads convergo_child_operations_total for a controller, kind and operation. The
 // metric is process-wide: tests compare readings before and after, so that they also pass with -count.
-func childOperations(t *testing.T, controller, kind string, op Operation) float64 {
+func childOperations(t *testing.T, controller, kind string, op apply.Operation) float64 {
 	t.Helper()
 	m := &dto.Metric{}
 	if err := childOperationsTotal.WithLabelValues(controller, kind, string(op)).Write(m); err != nil {
@@ -513,8 +515,8 @@ func childOperations(t *testing.T, controller, kind string, op Operation) float6
 // of its own, never a declared child itself.
 func TestTypesToPrune(t *testing.T) {
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns", UID: "uid-1"}}
-	graph := func() *Graph {
-		g := NewGraph()
+	graph := func() *graph.Graph {
+		g := graph.New()
 		g.Add("page", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "page", Namespace: "ns"}})
 		g.Add("secret", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secret", Namespace: "ns"}})
 		g.Add("other-page", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns"}})

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/sharding"
 )
 
@@ -128,21 +128,17 @@ func (r *Reconciler[T]) childKinds() []schema.GroupVersionKind {
 }
 
 // labelChildren gives every child of g the shard label of this member.
-func (r *Reconciler[T]) labelChildren(g *Graph) {
+func (r *Reconciler[T]) labelChildren(g *graph.Graph) {
 	if r.shard == nil {
 		return
 	}
 	key, me := r.shard.Label()
-	for _, n := range g.nodes {
-		l := n.obj.GetLabels()
+	for _, n := range g.Nodes() {
+		l := n.Object().GetLabels()
 		if l == nil {
 			l = map[string]string{}
 		}
 		l[key] = me
-		n.obj.SetLabels(l)
+		n.Object().SetLabels(l)
 	}
 }
-
-// isShardLabel tells the labels left out of the intent hash: a shard label changes when its owner
-// moves, and the move relabels the children itself.
-func isShardLabel(key string) bool { return strings.HasPrefix(key, sharding.LabelPrefix) }

@@ -13,11 +13,11 @@ import (
 // ScopeCache sets the manager's cache options so that the informers of objs (the sharded type and its
 // child kinds) list and watch only the objects labelled with this member, and the Lease informer only
 // the ring's Leases in the Config's namespace. The API server filters: a replica caches and hears
-// about its share only. Selectors already set for those kinds (reconcile.LeanCache's) are kept and
+// about its share only. Selectors already set for those kinds (childcache.Configure's) are kept and
 // combined; call it before ctrl.NewManager.
 //
 //	opts := ctrl.Options{Scheme: scheme}
-//	reconcile.LeanCache(&opts.Cache, children...)
+//	childcache.Configure(&opts.Cache, children...)
 //	shardCfg.ScopeCache(&opts.Cache, append(children, &v1alpha1.Welcome{})...)
 func (c Config) ScopeCache(opts *cache.Options, objs ...client.Object) {
 	if opts.ByObject == nil {

@@ -37,7 +37,7 @@ func ExampleRing() {
 }
 
 // A replica's caches select its share: the sharded kind and its children by the member's label
-// (combined with a selector already set, such as reconcile.LeanCache's), the Leases by the ring.
+// (combined with a selector already set, such as childcache.Configure's), the Leases by the ring.
 func ExampleConfig_ScopeCache() {
 	cfg := sharding.Config{Ring: "welcome", Member: "welcome-1", Namespace: "welcome-system"}
 	opts := cache.Options{}

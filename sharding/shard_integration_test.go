@@ -36,6 +36,8 @@ import (
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/childcache"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/sharding"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -195,7 +197,7 @@ func (r *ring) start(name string) *replica {
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	}
-	reconcile.LeanCache(&opts.Cache, &corev1.ConfigMap{})
+	childcache.Configure(&opts.Cache, &corev1.ConfigMap{})
 	shardCfg.ScopeCache(&opts.Cache, &testapi.Widget{}, &corev1.ConfigMap{})
 	mgr, err := manager.New(cfg, opts)
 	if err != nil {
@@ -209,7 +211,7 @@ func (r *ring) start(name string) *replica {
 	if err := mgr.Add(rep.shard); err != nil {
 		t.Fatal(err)
 	}
-	children := func(ctx context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+	children := func(ctx context.Context, w *testapi.Widget) (*graph.Graph, error) {
 		r.mon.enter(w.Namespace+"/"+w.Name, name)
 		if w.Spec.Data["slow"] != "" {
 			select {
@@ -217,7 +219,7 @@ func (r *ring) start(name string) *replica {
 			case <-ctx.Done():
 			}
 		}
-		g := reconcile.NewGraph()
+		g := graph.New()
 		g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name}, Data: w.Spec.Data})
 		return g, nil
 	}

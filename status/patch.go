@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"reflect"
 	"slices"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +57,7 @@ func WithMaxRetries(n int) Option { return func(c *config) { c.maxRetries = max(
 // WithBackoff sets the delay before the first retry; it doubles on each further retry. Default 10ms.
 func WithBackoff(d time.Duration) Option { return func(c *config) { c.backoff = max(d, 0) } }
 
-// WithFieldManager sets the field manager recorded for the patches (as reconcile.WithFieldManager does for
+// WithFieldManager sets the field manager recorded for the patches (as apply.WithFieldManager does for
 // applies). Default: none, so the client's own (client.WithFieldOwner) or the one the server derives
 // from the user agent.
 func WithFieldManager(name string) Option { return func(c *config) { c.fieldManager = name } }

@@ -13,7 +13,7 @@ import (
 )
 
 // ApplyPatch sends patch, a server-side apply patch given as bytes (client.RawPatch with
-// types.ApplyPatchType, as reconcile.Applier sends its applies), through c's Apply with the patch
+// types.ApplyPatchType, as apply.Applier sends its applies), through c's Apply with the patch
 // options' field manager and force, and decodes the answer into obj. controller-runtime's fake client
 // stores an object applied through Patch without a resourceVersion; through Apply it stores one, as
 // the API server does. A dry run goes to c's Patch instead (the fake's Apply would store it). Client

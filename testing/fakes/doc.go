@@ -5,7 +5,7 @@
 // can be injected: conflicts on every nth or a seeded fraction of writes, an error for a verb and kind,
 // latency. It is for unit tests of pure logic only; behaviour of the API server (defaulting, server-side
 // apply, validation, finalizers, garbage collection) is tested against testing/harness. An apply patch
-// sent through Patch (reconcile.Applier sends its applies so) is recorded as VerbApply and stored
+// sent through Patch (apply.Applier sends its applies so) is recorded as VerbApply and stored
 // through the fake's Apply (ApplyPatch), which gives it a resourceVersion as the API server does.
 //
 //	c := fakes.NewClient(scheme, fakes.WithObjects(widget), fakes.WithConflictEvery(2))

@@ -47,7 +47,7 @@ var implementations = map[string]bench.Implementation{
 		Cache: controller.CacheOptions, Install: installFinalizerPolicy,
 		Description: fmt.Sprintf("examples/welcome with the expert's %d workers (reconcile.WithMaxConcurrentReconciles) and %d more for Welcomes being deleted "+
 			"(reconcile.WithDeletionConcurrency, as many as the garbage collector's workers, which do the expert's deletions), "+
-			"its main's cache options (controller.CacheOptions: reconcile.LeanCache, no managedFields; of the child kinds only Convergo children), "+
+			"its main's cache options (controller.CacheOptions: childcache.Configure, no managedFields; of the child kinds only Convergo children), "+
 			"its config/admission policy (the API server adds the finalizer to new Welcomes; bound to the bench namespace)",
 			expert.DefaultMaxConcurrentReconciles, convergoDeletionWorkers),
 	},

@@ -16,6 +16,7 @@ import (
 	"github.com/convergo-dev/convergo/builders"
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
 // memcachedUID is the numeric user of the official memcached images ("memcache"). The kubelet can only
@@ -40,7 +41,7 @@ func Labels(mc *v1alpha1.Memcached) builders.Labels {
 // A spec the API server accepts but that cannot run (a memory limit smaller than the cache, requests
 // above limits) is reported with reconcile.Invalid: the Memcached becomes Stalled and nothing is
 // retried until its spec changes.
-func Children(_ context.Context, mc *v1alpha1.Memcached) (*reconcile.Graph, error) {
+func Children(_ context.Context, mc *v1alpha1.Memcached) (*graph.Graph, error) {
 	if err := validateResources(mc.Spec); err != nil {
 		return nil, reconcile.Invalid("%w", err)
 	}
@@ -82,7 +83,7 @@ func Children(_ context.Context, mc *v1alpha1.Memcached) (*reconcile.Graph, erro
 
 	service := builders.Service(mc.Name, mc.Namespace, labels, builders.WithServicePort("memcached", spec.Port))
 
-	g := reconcile.NewGraph()
+	g := graph.New()
 	g.Add("deployment", deployment).ReadyWhen(builders.DeploymentAvailable)
 	// DependsOn, not DependsOnForCreation: a port change reaches the Service only once the pods that
 	// listen on the new port are available, so clients are never sent to a port nothing listens on.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/childcache"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
 const (
@@ -33,10 +35,10 @@ const (
 
 // CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
 // without managedFields, and of the child kinds (appsv1.Deployment, corev1.Service) only this
-// operator's children (reconcile.LeanCache). Use it unless another controller in the same manager
+// operator's children (childcache.Configure). Use it unless another controller in the same manager
 // needs every object of those kinds.
 func CacheOptions(opts *cache.Options) {
-	reconcile.LeanCache(opts, &appsv1.Deployment{}, &corev1.Service{})
+	childcache.Configure(opts, &appsv1.Deployment{}, &corev1.Service{})
 }
 
 // SetupWithManager registers the Memcached controller with mgr: it is Setup().
@@ -76,7 +78,7 @@ type statusWriter struct {
 }
 
 // status sets status.readyReplicas from the Deployment and status.nodes from the pods it selects.
-func (s *statusWriter) status(ctx context.Context, mc *v1alpha1.Memcached, res *reconcile.GraphResult) error {
+func (s *statusWriter) status(ctx context.Context, mc *v1alpha1.Memcached, res *graph.Result) error {
 	mc.Status.ReadyReplicas = 0
 	if child := res.Child("deployment"); child != nil {
 		if d, ok := child.Object.(*appsv1.Deployment); ok {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/convergo-dev/convergo/builders"
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
-	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
 const (
@@ -45,7 +45,7 @@ func Labels(w *v1alpha1.Welcome) builders.Labels {
 // names none. Only its resourceVersion is used (to roll the pods when the Secret changes): the
 // password itself goes to the pods through a secretKeyRef environment variable and never passes
 // through the operator.
-func Children(w *v1alpha1.Welcome, password *metav1.PartialObjectMetadata) (*reconcile.Graph, error) {
+func Children(w *v1alpha1.Welcome, password *metav1.PartialObjectMetadata) (*graph.Graph, error) {
 	spec := w.Spec
 	labels := Labels(w)
 
@@ -97,7 +97,7 @@ func Children(w *v1alpha1.Welcome, password *metav1.PartialObjectMetadata) (*rec
 	}
 	service := builders.Service(w.Name, w.Namespace, labels, serviceOpts...)
 
-	g := reconcile.NewGraph()
+	g := graph.New()
 	// The pods mount the page, so the Deployment waits for it. The Service needs nothing (it routes
 	// only to ready pods anyway), so it is applied while the page and the Deployment are, and a port
 	// change reaches it without waiting for the rollout. Deletion runs the other way: the Deployment

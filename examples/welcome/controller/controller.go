@@ -21,6 +21,8 @@ import (
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/childcache"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/sharding"
 )
 
@@ -56,10 +58,10 @@ func FinalizerPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, error)
 
 // CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
 // without managedFields, and of the child kinds (corev1.ConfigMap, appsv1.Deployment, corev1.Service)
-// only this operator's children (reconcile.LeanCache). Use it unless another controller in the same
+// only this operator's children (childcache.Configure). Use it unless another controller in the same
 // manager needs every object of those kinds.
 func CacheOptions(opts *cache.Options) {
-	reconcile.LeanCache(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
+	childcache.Configure(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
 }
 
 // ShardCacheOptions scopes the manager's caches to one replica's share of a sharded Welcome operator:
@@ -136,7 +138,7 @@ type welcomes struct {
 
 // children looks the password Secret up and builds the graph with Children. A missing Secret stalls
 // the Welcome with reason SecretNotFound; the Secret watch brings it back when the Secret appears.
-func (w *welcomes) children(ctx context.Context, obj *v1alpha1.Welcome) (*reconcile.Graph, error) {
+func (w *welcomes) children(ctx context.Context, obj *v1alpha1.Welcome) (*graph.Graph, error) {
 	var password *metav1.PartialObjectMetadata
 	if ref := obj.Spec.PasswordSecretRef; ref != nil {
 		password = &metav1.PartialObjectMetadata{}
@@ -156,7 +158,7 @@ func (w *welcomes) children(ctx context.Context, obj *v1alpha1.Welcome) (*reconc
 }
 
 // status fills status.readyReplicas from the Deployment and the URLs from the Service.
-func (w *welcomes) status(_ context.Context, obj *v1alpha1.Welcome, res *reconcile.GraphResult) error {
+func (w *welcomes) status(_ context.Context, obj *v1alpha1.Welcome, res *graph.Result) error {
 	st := &obj.Status
 	st.ReadyReplicas, st.ServiceURL, st.NodePort, st.NodePortURL = 0, "", 0, ""
 	if child := res.Child("deployment"); child != nil {

@@ -24,6 +24,8 @@ import (
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/cluster"
 	"github.com/convergo-dev/convergo/testing/harness"
@@ -131,8 +133,8 @@ func TestKeepOnDeleteOutlivesTheOwner(t *testing.T) {
 			env := harness.Default()
 			ns := env.Namespace(t)
 			name := "keep-" + strings.ToLower(string(prop))
-			children := func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
-				g := reconcile.NewGraph()
+			children := func(_ context.Context, w *testapi.Widget) (*graph.Graph, error) {
+				g := graph.New()
 				g.Add("data", configMap(w.Name+"-data", "")).KeepOnDelete()
 				g.Add("app", configMap(w.Name+"-app", "")).DependsOn("data")
 				return g, nil
@@ -181,7 +183,7 @@ func TestKeepOnDeleteOutlivesTheOwner(t *testing.T) {
 			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(data), data); err != nil {
 				t.Fatalf("the kept child did not outlive its owner: %v", err)
 			}
-			got := fmt.Sprintf("%s, %s=%s", ownedBy(data, w), reconcile.DeletionPolicyAnnotation, data.Annotations[reconcile.DeletionPolicyAnnotation])
+			got := fmt.Sprintf("%s, %s=%s", ownedBy(data, w), apply.DeletionPolicyAnnotation, data.Annotations[apply.DeletionPolicyAnnotation])
 			if diff := cmp.Diff("[], convergo.dev/deletion-policy=keep", got); diff != "" {
 				t.Errorf("the kept child after its owner's deletion (-want +got):\n%s", diff)
 			}
@@ -197,10 +199,10 @@ func TestForegroundChildWaitsForItsDependents(t *testing.T) {
 	waitGCSeesWidgets(t)
 	env := harness.Default()
 	ns := env.Namespace(t)
-	counter := startOperator(t, "foreground", func(_ context.Context, w *testapi.Widget) (*reconcile.Graph, error) {
+	counter := startOperator(t, "foreground", func(_ context.Context, w *testapi.Widget) (*graph.Graph, error) {
 		labels := builders.Labels{Name: "web", Instance: w.Name}
 		pod := builders.PodTemplate(labels, []corev1.Container{builders.Container("web", "registry.example/web:1")})
-		g := reconcile.NewGraph()
+		g := graph.New()
 		g.Add("config", configMap(w.Name+"-config", ""))
 		g.Add("web", builders.Deployment(w.Name+"-web", "", labels, pod, builders.WithReplicas(2))).
 			DependsOn("config").ReadyWhen(builders.DeploymentAvailable).

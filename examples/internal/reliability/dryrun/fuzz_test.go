@@ -20,6 +20,8 @@ import (
 	welcomev1 "github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	welcome "github.com/convergo-dev/convergo/examples/welcome/controller"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -51,7 +53,7 @@ type target struct {
 	// object draws a random object of the example in ns.
 	object func(g gen, ns string) status.Object
 	// children builds the object's graph the way the operator does.
-	children func(ctx context.Context, g gen, obj status.Object) (*reconcile.Graph, error)
+	children func(ctx context.Context, g gen, obj status.Object) (*graph.Graph, error)
 }
 
 var memcachedTarget = target{
@@ -59,7 +61,7 @@ var memcachedTarget = target{
 	object: func(g gen, ns string) status.Object {
 		return &memcachedv1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: g.objectName()}, Spec: g.memcachedSpec()}
 	},
-	children: func(ctx context.Context, _ gen, obj status.Object) (*reconcile.Graph, error) {
+	children: func(ctx context.Context, _ gen, obj status.Object) (*graph.Graph, error) {
 		return memcached.Children(ctx, obj.(*memcachedv1.Memcached))
 	},
 }
@@ -69,7 +71,7 @@ var welcomeTarget = target{
 	object: func(g gen, ns string) status.Object {
 		return &welcomev1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: g.objectName()}, Spec: g.welcomeSpec()}
 	},
-	children: func(_ context.Context, g gen, obj status.Object) (*reconcile.Graph, error) {
+	children: func(_ context.Context, g gen, obj status.Object) (*graph.Graph, error) {
 		w := obj.(*welcomev1.Welcome)
 		var password *metav1.PartialObjectMetadata
 		if ref := w.Spec.PasswordSecretRef; ref != nil {
@@ -120,7 +122,7 @@ func fuzz(f *testing.F, tg target) {
 		f.Fatalf("create restricted namespace: %v", err)
 	}
 	dry := client.NewDryRunClient(env.Client)
-	applier := reconcile.NewApplier(dry, env.Scheme, reconcile.WithFieldManager(tg.op.Controller))
+	applier := apply.NewApplier(dry, nil, apply.WithFieldManager(tg.op.Controller))
 	var fig figures
 	f.Cleanup(func() { f.Logf("FIGURES fuzz %s: %s", tg.op.Name, &fig) })
 
@@ -168,7 +170,7 @@ func fuzz(f *testing.F, tg target) {
 }
 
 // build calls the target's Children and turns a panic into a test failure that names the input.
-func build(ctx context.Context, tg target, g gen, obj status.Object, fig *figures) (graph *reconcile.Graph, err error) {
+func build(ctx context.Context, tg target, g gen, obj status.Object, fig *figures) (graph *graph.Graph, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			fig.panics.Add(1)

@@ -1,3 +1,1 @@
 package helper
-
-import "github.com/convergo-dev/convergo/internal/kobj"

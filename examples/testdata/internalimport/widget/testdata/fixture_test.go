@@ -1,3 +1,1 @@
 package fixture
-
-import "github.com/convergo-dev/convergo/internal/kobj"

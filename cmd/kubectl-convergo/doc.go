@@ -1,0 +1,38 @@
+// Command kubectl-convergo is a kubectl plugin for operators built with Convergo. Installed on the
+// PATH, kubectl runs it as `kubectl convergo`:
+//
+//	go install github.com/convergo-dev/convergo/cmd/kubectl-convergo@latest
+//	kubectl convergo tree welcome/alice -n demo
+//
+// `tree <resource>/<name>` (or `tree <resource> <name>`) shows a live object's Ready condition and
+// its children in the order of its graph:
+//
+//	Welcome demo/alice: Ready=True (Reconciled) all 3 children ready
+//	NODE        DEPENDS ON  KIND        NAME        READY  CHECK                REASON
+//	page                    ConfigMap   demo/alice  True   exists
+//	service                 Service     demo/alice  True   ServiceReady
+//	deployment  page        Deployment  demo/alice  True   DeploymentAvailable
+//
+// The resource is a resource name as kubectl takes it (plural, singular or short, optionally with its
+// group: welcomes.web.convergo.dev). The children are the objects of every kind the user may list
+// that carry the owner's UID in the tracking label convergo.dev/owner-uid and the owner's name in the
+// tracking annotation (package ownership; the endpoints controller copies a Service's labels, not its
+// annotations, to its Endpoints and EndpointSlices), in any namespace and cluster-scoped: one
+// metadata-only list per resource, then one read per match. Where the user may list a resource only in
+// the object's namespace, it is listed there; the resources the user may not list or read are named in
+// one warning on stderr. Their
+// order comes from the annotations convergo.dev/node and convergo.dev/depends-on that
+// graph.Graph.Apply writes: dependencies first, in layers, by node name within a layer. Children
+// without them (applied by Applier.Apply alone, or not yet reconciled by a Convergo version that
+// writes them) come last, marked <none>.
+//
+// The readiness checks of a graph are Go functions the plugin cannot run, so it judges each child
+// by its kind, and names the check in the CHECK column: a Deployment by
+// builders.DeploymentAvailable, a StatefulSet by builders.StatefulSetReady, a DaemonSet by its rollout
+// (DaemonSetReady), a Job by builders.JobComplete, a Service by builders.ServiceReady; any other object
+// with a Ready condition (Established for a CustomResourceDefinition, Available for an APIService) by
+// builders.ConditionsReady; anything else is ready when it exists. A child being deleted is not ready.
+//
+// Flags: -o json prints the same as JSON; --kubeconfig, --context, -n/--namespace and kubectl's other
+// connection flags (--cluster, --user, --server, --token, --as...) work as in kubectl.
+package main

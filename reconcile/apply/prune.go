@@ -1,0 +1,241 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/convergo-dev/convergo/internal/kobj"
+	"github.com/convergo-dev/convergo/ownership"
+)
+
+// Prune deletes the children of owner that are no longer declared: objects of the given types that
+// carry owner's tracking label (see package ownership) and are none of the declared objects (desired
+// objects, as given to Apply), e.g. the Service of an optional feature that was switched off. It lists through the Applier's client (the cache)
+// and deletes with a UID precondition, as the child's DeletionPolicyAnnotation says: background
+// propagation by default, foreground, or, for a kept child, no deletion at all: the child is released
+// (no longer owner's; see DeletionPolicyAnnotation), logged, and not returned. Objects already being
+// deleted are left alone. A child whose last write by this Applier the cache has not shown yet is read
+// once from the API server first, so that its deletion policy is the one last applied. It returns the
+// objects it deleted (not those the API server found already gone). Each DELETE or release is sent
+// once, however long the cache takes to show it.
+//
+// Pass every kind the controller may create (the kinds it owns) as types: a kind no longer declared
+// at all still holds children to prune.
+func (a *Applier) Prune(ctx context.Context, owner client.Object, declaredObjs []client.Object, types ...client.Object) ([]client.Object, error) {
+	declared := map[objectID]bool{}
+	for _, obj := range declaredObjs {
+		id, err := a.identityOf(obj, owner)
+		if err != nil {
+			return nil, fmt.Errorf("prune: %T %s: %w", obj, obj.GetName(), err)
+		}
+		declared[id] = true
+	}
+	var deleted []client.Object
+	for _, t := range types {
+		items, gvk, err := a.listTracked(ctx, owner, t)
+		if err != nil {
+			return deleted, err
+		}
+		for _, item := range items {
+			oid := idOf(gvk.GroupKind(), item)
+			if declared[oid] || !belongsTo(item, owner) || item.GetDeletionTimestamp() != nil || a.known.deleteSent(oid, item.GetUID()) {
+				continue
+			}
+			what := kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(item))
+			seen := true
+			if a.known.unseenWrite(oid) {
+				// The cache has not shown our last write of it, which may have set its deletion policy.
+				fresh, err := a.readLive(ctx, oid.key, a.proto(t))
+				switch {
+				case err != nil:
+					return deleted, fmt.Errorf("prune %s: %w", what, err)
+				case fresh == nil:
+					a.known.confirmGone(oid, owner.GetUID(), "")
+					continue
+				case !belongsTo(fresh, owner) || fresh.GetDeletionTimestamp() != nil:
+					continue
+				}
+				item, seen = fresh, false
+			}
+			policy := policyOf(item)
+			if policy == policyKeep {
+				if _, err := a.release(ctx, owner, oid, a.proto(t), item); err != nil {
+					return deleted, fmt.Errorf("prune: %w", err)
+				}
+				continue
+			}
+			answer, err := a.deleteExactly(ctx, oid, owner.GetUID(), a.proto(t), item, seen, policy.propagation())
+			if err != nil {
+				return deleted, fmt.Errorf("prune %s: %w", what, err)
+			}
+			switch answer {
+			case deletionGone:
+				continue // gone already; the cache had not seen it yet
+			case deletionRefused:
+				continue // the next reconcile prunes it
+			}
+			logf.FromContext(ctx).Info("pruned child no longer declared", "object", what)
+			deleted = append(deleted, item)
+		}
+	}
+	return deleted, nil
+}
+
+// OwnedDeletion is what one DeleteOwned pass did.
+type OwnedDeletion struct {
+	// Done is true when none of the children exists any more.
+	Done bool
+	// Deleted lists the children whose deletion this pass sent, as read before the deletion.
+	Deleted []client.Object
+	// Waiting lists the children that still exist, "Kind ns/name", in the order of the types and then
+	// of the list.
+	Waiting []string
+}
+
+// DeleteOwned deletes every child of owner of the given types (found by owner's tracking label) and
+// reports which children this call deleted, which still exist and whether none is left. Use it during
+// deletion when the graph cannot be built (e.g. the owner's spec became invalid); a graph's ordered
+// deletion is preferable since it respects the order. mayHold, when not nil, says which kinds the
+// cache may hold a child of: only those are listed (the children of the other kinds this Applier
+// wrote or deleted and the cache has not confirmed are still read from the API server).
+//
+// Children are found by their tracking label in the cache, and, since the cache may not show a child
+// written moments ago, among the children of these types the Applier wrote or deleted and the cache has
+// not confirmed: those are read from the API server. Each goes as its DeletionPolicyAnnotation says
+// (read from the API server when the cache has not shown the Applier's last write of it): deleted with
+// background or foreground propagation, or, when kept, released and then counted as gone. A child
+// counts as gone only when the API server said so or the cache saw the UID we deleted go; each DELETE
+// or release is sent once. On error the result holds what was done before it.
+func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, mayHold func(schema.GroupKind) bool, types ...client.Object) (*OwnedDeletion, error) {
+	res := &OwnedDeletion{}
+	listed := map[objectID]bool{}
+	kinds := map[schema.GroupKind]bool{}
+	record := func(step DeleteStep, id objectID) {
+		if step.Live != nil {
+			res.Waiting = append(res.Waiting, kobj.DescribeKey(id.gk.Kind, id.key))
+		}
+		if step.Sent != nil {
+			res.Deleted = append(res.Deleted, step.Sent)
+		}
+	}
+	for _, t := range types {
+		if mayHold != nil {
+			gvk, err := apiutil.GVKForObject(t, a.scheme)
+			if err != nil {
+				return res, fmt.Errorf("delete owned children: %w", err)
+			}
+			if !mayHold(gvk.GroupKind()) {
+				kinds[gvk.GroupKind()] = true
+				continue
+			}
+		}
+		items, gvk, err := a.listTracked(ctx, owner, t)
+		if err != nil {
+			return res, err
+		}
+		kinds[gvk.GroupKind()] = true
+		for _, item := range items {
+			id := idOf(gvk.GroupKind(), item)
+			listed[id] = true
+			if !belongsTo(item, owner) || a.known.isGone(id, item.GetUID()) {
+				continue
+			}
+			var step DeleteStep
+			if a.known.unseenWrite(id) {
+				// The cache has not shown our last write of it, which may have set its deletion policy.
+				step, err = a.deleteRead(ctx, owner, id, a.proto(t), policyBackground)
+			} else {
+				step, err = a.deleteLive(ctx, owner, id, a.proto(t), item, true, policyBackground)
+			}
+			record(step, id)
+			if err != nil {
+				return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(gvk.Kind, id.key), err)
+			}
+		}
+	}
+	for _, p := range a.known.unsettled(owner.GetUID()) {
+		if listed[p.id] || !kinds[p.id.gk] || a.known.goneByCache(p.id) {
+			continue
+		}
+		step, err := a.deleteRead(ctx, owner, p.id, p.proto, policyBackground)
+		record(step, p.id)
+		if err != nil {
+			return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(p.id.gk.Kind, p.id.key), err)
+		}
+	}
+	res.Done = len(res.Waiting) == 0
+	return res, nil
+}
+
+// identityOf returns the identity desired has once applied for owner (namespace defaulted).
+func (a *Applier) identityOf(desired, owner client.Object) (objectID, error) {
+	gvk, err := apiutil.GVKForObject(desired, a.scheme)
+	if err != nil {
+		return objectID{}, err
+	}
+	namespaced, err := a.namespaced(desired, owner, gvk)
+	if err != nil {
+		return objectID{}, err
+	}
+	ns := desired.GetNamespace()
+	switch {
+	case !namespaced:
+		ns = ""
+	case ns == "" && owner != nil:
+		ns = owner.GetNamespace()
+	}
+	return objectID{gk: gvk.GroupKind(), key: client.ObjectKey{Namespace: ns, Name: desired.GetName()}}, nil
+}
+
+// listTracked lists the objects of t's kind carrying owner's tracking label, in all namespaces.
+func (a *Applier) listTracked(ctx context.Context, owner, t client.Object) ([]client.Object, schema.GroupVersionKind, error) {
+	gvk, err := apiutil.GVKForObject(t, a.scheme)
+	if err != nil {
+		return nil, gvk, fmt.Errorf("list tracked children: %w", err)
+	}
+	list, err := a.newList(t, gvk)
+	if err != nil {
+		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
+	}
+	if err := a.client.List(ctx, list, client.MatchingLabels(ownership.TrackingLabels(owner))); err != nil {
+		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
+	}
+	objs, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
+	}
+	out := make([]client.Object, 0, len(objs))
+	for _, o := range objs {
+		co, ok := o.(client.Object)
+		if !ok {
+			return nil, gvk, fmt.Errorf("list tracked %s: item %T is not a client.Object", gvk.Kind, o)
+		}
+		out = append(out, co)
+	}
+	return out, gvk, nil
+}
+
+func (a *Applier) newList(t client.Object, gvk schema.GroupVersionKind) (client.ObjectList, error) {
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	if _, ok := t.(*unstructured.Unstructured); ok {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(listGVK)
+		return l, nil
+	}
+	o, err := a.scheme.New(listGVK)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := o.(client.ObjectList)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a list", o)
+	}
+	return l, nil
+}

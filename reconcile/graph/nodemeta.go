@@ -1,0 +1,44 @@
+package graph
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Graph annotations. Graph.Apply writes them on every child it applies, beside the tracking labels of
+// package ownership, so that tools reading only live objects can tell which node of its owner's graph a
+// child is and in which order the graph runs (kubectl convergo tree, in reconcile/cmd/kubectl-convergo).
+// They are part of the child's intent: they change only when the graph's shape does.
+const (
+	// AnnotationNode holds the name of the child's node in its owner's Graph (the name given to
+	// Graph.Add).
+	AnnotationNode = "convergo.dev/node"
+	// AnnotationDependsOn holds the names of the nodes the child's node depends on (DependsOn and
+	// DependsOnForCreation), sorted and separated by commas; it is absent for a node without
+	// dependencies. Node names that contain a comma read as two names here.
+	AnnotationDependsOn = "convergo.dev/depends-on"
+)
+
+// annotated returns a copy of the node's object carrying AnnotationNode and, when the node has
+// dependencies, AnnotationDependsOn (any value of its own for them is replaced).
+func (n *Node) annotated() (client.Object, error) {
+	obj, ok := n.obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("copy of %T is a %T, not a client.Object: generate DeepCopyObject for the type", n.obj, n.obj.DeepCopyObject())
+	}
+	annotations := maps.Clone(obj.GetAnnotations())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationNode] = n.name
+	delete(annotations, AnnotationDependsOn)
+	if len(n.deps) > 0 {
+		annotations[AnnotationDependsOn] = strings.Join(slices.Sorted(slices.Values(n.deps)), ",")
+	}
+	obj.SetAnnotations(annotations)
+	return obj, nil
+}
