@@ -110,8 +110,8 @@ test: $(TEST_NEEDS) $(CONTROLLER_GEN) assets ## Install what is needed (as root:
 	  $(GO) test -tags integration -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(TEST_OUTPUT) $(TEST_FLAGS) ./...
 
 .PHONY: test-unit
-test-unit: ## The library's unit tests only: seconds, no control plane built or started.
-	env -u KUBEBUILDER_ASSETS $(GO) test $(TEST_FLAGS) $(LIBRARY_PKGS)
+test-unit: ## Every package's unit tests (an untagged go test ./...): no control plane built or started.
+	env -u KUBEBUILDER_ASSETS $(GO) test $(TEST_FLAGS) ./...
 
 # The race detector over the tests, unit and integration, of the code that runs inside operators: the
 # library (Graph's parallel applies, the caches, the records, sharding), the test kit and both examples.

@@ -74,7 +74,7 @@ func (r *run) foreign(ctx context.Context, heapAfter runtime.MemStats) (float64,
 		}
 	}
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "foreign-marker", Namespace: r.ns,
-		Labels: map[string]string{foreignLabel: "true", ownership.LabelOwnerUID: "none"}}}
+		Labels: map[string]string{foreignLabel: "true", ownership.OwnerUIDLabel: "none"}}}
 	if err := c.Create(ctx, marker, client.FieldOwner("someone-else")); err != nil {
 		return 0, 0, fmt.Errorf("create marker: %w", err)
 	}

@@ -11,18 +11,18 @@ import (
 
 // The recommended labels (https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/).
 const (
-	// LabelName is the name of the application, e.g. "memcached".
-	LabelName = "app.kubernetes.io/name"
-	// LabelInstance identifies one instance of the application, usually the owner's name.
-	LabelInstance = "app.kubernetes.io/instance"
-	// LabelComponent is the role of the object within the application, e.g. "cache".
-	LabelComponent = "app.kubernetes.io/component"
-	// LabelPartOf names the higher-level application this one is part of.
-	LabelPartOf = "app.kubernetes.io/part-of"
-	// LabelManagedBy names the tool (the operator) that manages the object.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// LabelVersion is the version of the application, e.g. "1.6.21". It is never part of a selector.
-	LabelVersion = "app.kubernetes.io/version"
+	// NameLabel is the name of the application, e.g. "memcached".
+	NameLabel = "app.kubernetes.io/name"
+	// InstanceLabel identifies one instance of the application, usually the owner's name.
+	InstanceLabel = "app.kubernetes.io/instance"
+	// ComponentLabel is the role of the object within the application, e.g. "cache".
+	ComponentLabel = "app.kubernetes.io/component"
+	// PartOfLabel names the higher-level application this one is part of.
+	PartOfLabel = "app.kubernetes.io/part-of"
+	// ManagedByLabel names the tool (the operator) that manages the object.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// VersionLabel is the version of the application, e.g. "1.6.21". It is never part of a selector.
+	VersionLabel = "app.kubernetes.io/version"
 )
 
 // Labels is the standard label set of one application instance. Empty fields are left out.
@@ -48,12 +48,12 @@ type Labels struct {
 // All returns every non-empty standard label, or nil when all are empty.
 func (l Labels) All() map[string]string {
 	return nonEmpty(map[string]string{
-		LabelName:      l.Name,
-		LabelInstance:  l.Instance,
-		LabelComponent: l.Component,
-		LabelPartOf:    l.PartOf,
-		LabelManagedBy: l.ManagedBy,
-		LabelVersion:   l.Version,
+		NameLabel:      l.Name,
+		InstanceLabel:  l.Instance,
+		ComponentLabel: l.Component,
+		PartOfLabel:    l.PartOf,
+		ManagedByLabel: l.ManagedBy,
+		VersionLabel:   l.Version,
 	})
 }
 
@@ -63,9 +63,9 @@ func (l Labels) All() map[string]string {
 // StatefulSet's selector is immutable.
 func (l Labels) Selector() map[string]string {
 	return nonEmpty(map[string]string{
-		LabelName:      l.Name,
-		LabelInstance:  l.Instance,
-		LabelComponent: l.Component,
+		NameLabel:      l.Name,
+		InstanceLabel:  l.Instance,
+		ComponentLabel: l.Component,
 	})
 }
 
@@ -80,7 +80,7 @@ func (l Labels) Meta(name, namespace string) metav1.ObjectMeta {
 // validating before they reach the API server.
 func (l Labels) Validate() error {
 	var errs []error
-	keys := []string{LabelName, LabelInstance, LabelComponent, LabelPartOf, LabelManagedBy, LabelVersion}
+	keys := []string{NameLabel, InstanceLabel, ComponentLabel, PartOfLabel, ManagedByLabel, VersionLabel}
 	all := l.All()
 	for _, k := range keys {
 		v, ok := all[k]

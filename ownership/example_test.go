@@ -48,7 +48,7 @@ func ExampleTrack() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(role.Labels[ownership.LabelOwnerUID], role.Labels[ownership.LabelOwnerKind])
+	fmt.Println(role.Labels[ownership.OwnerUIDLabel], role.Labels[ownership.OwnerKindLabel])
 	owner, ok := ownership.TrackedOwner(role)
 	fmt.Println(ok, owner)
 	// Output:

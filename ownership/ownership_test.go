@@ -155,11 +155,11 @@ func TestTrack(t *testing.T) {
 	if err := Track(owner, role, s); err != nil {
 		t.Fatal(err)
 	}
-	wantLabels := map[string]string{"keep": "me", LabelOwnerUID: "uid-a", LabelOwnerKind: "Deployment", LabelOwnerGroup: "apps"}
+	wantLabels := map[string]string{"keep": "me", OwnerUIDLabel: "uid-a", OwnerKindLabel: "Deployment", OwnerGroupLabel: "apps"}
 	if diff := cmp.Diff(wantLabels, role.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	wantAnns := map[string]string{AnnotationOwnerName: "a", AnnotationOwnerNamespace: "ns"}
+	wantAnns := map[string]string{OwnerNameAnnotation: "a", OwnerNamespaceAnnotation: "ns"}
 	if diff := cmp.Diff(wantAnns, role.Annotations); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
 	}
@@ -170,7 +170,7 @@ func TestTrack(t *testing.T) {
 	if !ok || ref != (Reference{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "a", UID: "uid-a"}) {
 		t.Errorf("TrackedOwner = %+v, %v", ref, ok)
 	}
-	if diff := cmp.Diff(map[string]string{LabelOwnerUID: "uid-a"}, TrackingLabels(owner)); diff != "" {
+	if diff := cmp.Diff(map[string]string{OwnerUIDLabel: "uid-a"}, TrackingLabels(owner)); diff != "" {
 		t.Errorf("TrackingLabels (-want +got):\n%s", diff)
 	}
 	if _, ok := TrackedOwner(child("ns")); ok {
@@ -180,14 +180,14 @@ func TestTrack(t *testing.T) {
 	// A core-group, cluster-scoped owner: no group label, no namespace annotation.
 	nsOwner := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "uid-team"}}
 	c := child("team")
-	c.Annotations = map[string]string{AnnotationOwnerNamespace: "stale"}
+	c.Annotations = map[string]string{OwnerNamespaceAnnotation: "stale"}
 	if err := Track(nsOwner, c, s); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.Labels[LabelOwnerGroup]; ok {
+	if _, ok := c.Labels[OwnerGroupLabel]; ok {
 		t.Errorf("core owner got a group label: %v", c.Labels)
 	}
-	if _, ok := c.Annotations[AnnotationOwnerNamespace]; ok {
+	if _, ok := c.Annotations[OwnerNamespaceAnnotation]; ok {
 		t.Errorf("cluster-scoped owner left a namespace annotation: %v", c.Annotations)
 	}
 	if err := Track(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, c, s); err == nil {

@@ -17,27 +17,27 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Tracking labels and annotations. Every child Convergo applies carries LabelOwnerUID, whether or not
+// Tracking labels and annotations. Every child Convergo applies carries OwnerUIDLabel, whether or not
 // it also has an owner reference: pruning finds children by it, and EnqueueTrackedOwner maps events
 // of children back to their owner. The other four name the owner on children whose owner references
 // cannot (see Track).
 const (
-	// LabelOwnerUID holds the owner's UID. It selects an owner's children.
-	LabelOwnerUID = "convergo.dev/owner-uid"
-	// LabelOwnerKind holds the owner's kind.
-	LabelOwnerKind = "convergo.dev/owner-kind"
-	// LabelOwnerGroup holds the owner's API group; absent for the core group.
-	LabelOwnerGroup = "convergo.dev/owner-group"
-	// AnnotationOwnerName holds the owner's name.
-	AnnotationOwnerName = "convergo.dev/owner-name"
-	// AnnotationOwnerNamespace holds the owner's namespace; absent for cluster-scoped owners.
-	AnnotationOwnerNamespace = "convergo.dev/owner-namespace"
+	// OwnerUIDLabel holds the owner's UID. It selects an owner's children.
+	OwnerUIDLabel = "convergo.dev/owner-uid"
+	// OwnerKindLabel holds the owner's kind.
+	OwnerKindLabel = "convergo.dev/owner-kind"
+	// OwnerGroupLabel holds the owner's API group; absent for the core group.
+	OwnerGroupLabel = "convergo.dev/owner-group"
+	// OwnerNameAnnotation holds the owner's name.
+	OwnerNameAnnotation = "convergo.dev/owner-name"
+	// OwnerNamespaceAnnotation holds the owner's namespace; absent for cluster-scoped owners.
+	OwnerNamespaceAnnotation = "convergo.dev/owner-namespace"
 )
 
 // TrackingLabels returns the labels that select owner's tracked children, for use with
 // client.MatchingLabels. It is a subset of what Track sets.
 func TrackingLabels(owner client.Object) map[string]string {
-	return map[string]string{LabelOwnerUID: string(owner.GetUID())}
+	return map[string]string{OwnerUIDLabel: string(owner.GetUID())}
 }
 
 // Track marks child as belonging to owner with tracking labels (owner UID, kind, group) and
@@ -58,7 +58,7 @@ func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 		return fmt.Errorf("track %s: owner %s has no UID: read it from the API server first", child.GetName(), ref)
 	}
 	named := ref.Namespace != "" && ref.Namespace == child.GetNamespace() && referenceWith(child, ref.UID) != nil
-	values := []struct{ key, value string }{{LabelOwnerUID, string(ref.UID)}, {LabelOwnerKind, ref.Kind}, {LabelOwnerGroup, ref.Group}}
+	values := []struct{ key, value string }{{OwnerUIDLabel, string(ref.UID)}, {OwnerKindLabel, ref.Kind}, {OwnerGroupLabel, ref.Group}}
 	if named {
 		values = values[:1]
 	}
@@ -70,8 +70,8 @@ func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 	// New maps: the child's may be shared with other objects (a selector, say).
 	labels := make(map[string]string, len(child.GetLabels())+len(values))
 	maps.Copy(labels, child.GetLabels())
-	delete(labels, LabelOwnerKind)
-	delete(labels, LabelOwnerGroup)
+	delete(labels, OwnerKindLabel)
+	delete(labels, OwnerGroupLabel)
 	for _, l := range values {
 		if l.value != "" { // no group label for the core group
 			labels[l.key] = l.value
@@ -80,12 +80,12 @@ func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 	child.SetLabels(labels)
 	annotations := make(map[string]string, len(child.GetAnnotations())+2)
 	maps.Copy(annotations, child.GetAnnotations())
-	delete(annotations, AnnotationOwnerName)
-	delete(annotations, AnnotationOwnerNamespace)
+	delete(annotations, OwnerNameAnnotation)
+	delete(annotations, OwnerNamespaceAnnotation)
 	if !named {
-		annotations[AnnotationOwnerName] = ref.Name
+		annotations[OwnerNameAnnotation] = ref.Name
 		if ref.Namespace != "" {
-			annotations[AnnotationOwnerNamespace] = ref.Namespace
+			annotations[OwnerNamespaceAnnotation] = ref.Namespace
 		}
 	}
 	if len(annotations) == 0 {
@@ -127,7 +127,7 @@ func isLabelValue(v string) bool {
 
 // IsTrackedBy reports whether child carries owner's UID in its tracking label.
 func IsTrackedBy(child, owner client.Object) bool {
-	uid := child.GetLabels()[LabelOwnerUID]
+	uid := child.GetLabels()[OwnerUIDLabel]
 	return uid != "" && types.UID(uid) == owner.GetUID()
 }
 
@@ -136,12 +136,12 @@ func IsTrackedBy(child, owner client.Object) bool {
 // the owner reference with that UID, in the child's namespace.
 func TrackedOwner(child client.Object) (Reference, bool) {
 	labels := child.GetLabels()
-	uid := labels[LabelOwnerUID]
+	uid := labels[OwnerUIDLabel]
 	if uid == "" {
 		return Reference{}, false
 	}
 	annotations := child.GetAnnotations()
-	kind, name := labels[LabelOwnerKind], annotations[AnnotationOwnerName]
+	kind, name := labels[OwnerKindLabel], annotations[OwnerNameAnnotation]
 	if kind == "" && name == "" && child.GetNamespace() != "" {
 		ref := referenceWith(child, types.UID(uid))
 		if ref == nil {
@@ -157,9 +157,9 @@ func TrackedOwner(child client.Object) (Reference, bool) {
 		return Reference{}, false
 	}
 	return Reference{
-		Group:     labels[LabelOwnerGroup],
+		Group:     labels[OwnerGroupLabel],
 		Kind:      kind,
-		Namespace: annotations[AnnotationOwnerNamespace],
+		Namespace: annotations[OwnerNamespaceAnnotation],
 		Name:      name,
 		UID:       types.UID(uid),
 	}, true

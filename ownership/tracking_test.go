@@ -75,7 +75,7 @@ func TestTrackInvalidLabelValue(t *testing.T) {
 	if err == nil {
 		t.Fatal("Track by an owner whose group is 72 characters long succeeded")
 	}
-	for _, want := range []string{LabelOwnerGroup, "63"} {
+	for _, want := range []string{OwnerGroupLabel, "63"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -101,7 +101,7 @@ func TestTrackLeavesSharedMaps(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"note": "kept"}, annotations); diff != "" {
 		t.Errorf("shared annotations map after Track (-want +got):\n%s", diff)
 	}
-	want := map[string]string{"app": "web", LabelOwnerUID: "uid-a", LabelOwnerKind: "Deployment", LabelOwnerGroup: "apps"}
+	want := map[string]string{"app": "web", OwnerUIDLabel: "uid-a", OwnerKindLabel: "Deployment", OwnerGroupLabel: "apps"}
 	if diff := cmp.Diff(want, c.Labels); diff != "" {
 		t.Errorf("child's labels (-want +got):\n%s", diff)
 	}
@@ -131,8 +131,8 @@ func TestTrackForms(t *testing.T) {
 	owner := app("ns", "a")
 	clusterOwner := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "uid-team"}}
 	stale := func(c *corev1.ConfigMap) *corev1.ConfigMap {
-		c.Labels = map[string]string{"keep": "me", LabelOwnerKind: "Old", LabelOwnerGroup: "old.example.com"}
-		c.Annotations = map[string]string{AnnotationOwnerName: "old", AnnotationOwnerNamespace: "old"}
+		c.Labels = map[string]string{"keep": "me", OwnerKindLabel: "Old", OwnerGroupLabel: "old.example.com"}
+		c.Annotations = map[string]string{OwnerNameAnnotation: "old", OwnerNamespaceAnnotation: "old"}
 		return c
 	}
 	controlled := func(o client.Object, c *corev1.ConfigMap) *corev1.ConfigMap {
@@ -141,7 +141,7 @@ func TestTrackForms(t *testing.T) {
 		}
 		return c
 	}
-	full := map[string]string{"keep": "me", LabelOwnerUID: "uid-a", LabelOwnerKind: "Deployment", LabelOwnerGroup: "apps"}
+	full := map[string]string{"keep": "me", OwnerUIDLabel: "uid-a", OwnerKindLabel: "Deployment", OwnerGroupLabel: "apps"}
 	cases := map[string]struct {
 		owner           client.Object
 		child           *corev1.ConfigMap
@@ -151,23 +151,23 @@ func TestTrackForms(t *testing.T) {
 	}{
 		"controlled in the owner's namespace: the UID label only": {
 			owner: owner, child: controlled(owner, stale(child("ns"))),
-			wantLabels: map[string]string{"keep": "me", LabelOwnerUID: "uid-a"},
+			wantLabels: map[string]string{"keep": "me", OwnerUIDLabel: "uid-a"},
 			wantOwner:  Reference{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "a", UID: "uid-a"},
 		},
 		"no owner reference: every mark": {
 			owner: owner, child: stale(child("ns")),
-			wantLabels: full, wantAnnotations: map[string]string{AnnotationOwnerName: "a", AnnotationOwnerNamespace: "ns"},
+			wantLabels: full, wantAnnotations: map[string]string{OwnerNameAnnotation: "a", OwnerNamespaceAnnotation: "ns"},
 			wantOwner: Reference{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "a", UID: "uid-a"},
 		},
 		"another owner's reference: every mark": {
 			owner: owner, child: controlled(app("ns", "b"), stale(child("ns"))),
-			wantLabels: full, wantAnnotations: map[string]string{AnnotationOwnerName: "a", AnnotationOwnerNamespace: "ns"},
+			wantLabels: full, wantAnnotations: map[string]string{OwnerNameAnnotation: "a", OwnerNamespaceAnnotation: "ns"},
 			wantOwner: Reference{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "a", UID: "uid-a"},
 		},
 		"cluster-scoped owner: every mark, since the reference cannot tell its scope": {
 			owner: clusterOwner, child: controlled(clusterOwner, stale(child("ns"))),
-			wantLabels:      map[string]string{"keep": "me", LabelOwnerUID: "uid-team", LabelOwnerKind: "Namespace"},
-			wantAnnotations: map[string]string{AnnotationOwnerName: "team"},
+			wantLabels:      map[string]string{"keep": "me", OwnerUIDLabel: "uid-team", OwnerKindLabel: "Namespace"},
+			wantAnnotations: map[string]string{OwnerNameAnnotation: "team"},
 			wantOwner:       Reference{Kind: "Namespace", Name: "team", UID: "uid-team"},
 		},
 	}
@@ -194,12 +194,12 @@ func TestTrackForms(t *testing.T) {
 // owner reference with that UID names the owner.
 func TestTrackedOwnerWithoutName(t *testing.T) {
 	cases := map[string]*corev1.ConfigMap{
-		"no owner reference": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{LabelOwnerUID: "uid-a"}}},
-		"a reference with another UID": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{LabelOwnerUID: "uid-a"},
+		"no owner reference": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{OwnerUIDLabel: "uid-a"}}},
+		"a reference with another UID": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{OwnerUIDLabel: "uid-a"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "b", UID: "uid-b"}}}},
-		"cluster-scoped child": {ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{LabelOwnerUID: "uid-a"},
+		"cluster-scoped child": {ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{OwnerUIDLabel: "uid-a"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "a", UID: "uid-a"}}}},
-		"a reference without a valid API version": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{LabelOwnerUID: "uid-a"},
+		"a reference without a valid API version": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{OwnerUIDLabel: "uid-a"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "a/b/c", Kind: "Deployment", Name: "a", UID: "uid-a"}}}},
 	}
 	for name, c := range cases {

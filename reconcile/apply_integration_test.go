@@ -272,7 +272,7 @@ func TestIntegrationApplyRemovesDroppedFields(t *testing.T) {
 	if env := live.Spec.Template.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != "KEEP" {
 		t.Errorf("env = %v, want only KEEP", env)
 	}
-	if live.Labels[ownership.LabelOwnerUID] != string(f.owner.UID) {
+	if live.Labels[ownership.OwnerUIDLabel] != string(f.owner.UID) {
 		t.Errorf("tracking label lost: %v", live.Labels)
 	}
 }
@@ -587,8 +587,8 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 	old := deployment("web", func(d *appsv1.Deployment) {
 		d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 		d.Namespace = f.ns
-		d.Labels = map[string]string{ownership.LabelOwnerUID: string(f.owner.UID), ownership.LabelOwnerKind: "ConfigMap"}
-		d.Annotations = map[string]string{ownership.AnnotationOwnerName: f.owner.Name, ownership.AnnotationOwnerNamespace: f.ns}
+		d.Labels = map[string]string{ownership.OwnerUIDLabel: string(f.owner.UID), ownership.OwnerKindLabel: "ConfigMap"}
+		d.Annotations = map[string]string{ownership.OwnerNameAnnotation: f.owner.Name, ownership.OwnerNamespaceAnnotation: f.ns}
 		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: f.owner.Name, UID: f.owner.UID,
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 	})
@@ -608,11 +608,11 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff(map[string]string{ownership.LabelOwnerUID: string(f.owner.UID)},
-		marks(live.Labels, ownership.LabelOwnerUID, ownership.LabelOwnerKind, ownership.LabelOwnerGroup)); diff != "" {
+	if diff := cmp.Diff(map[string]string{ownership.OwnerUIDLabel: string(f.owner.UID)},
+		marks(live.Labels, ownership.OwnerUIDLabel, ownership.OwnerKindLabel, ownership.OwnerGroupLabel)); diff != "" {
 		t.Errorf("tracking labels after the apply (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{}, marks(live.Annotations, ownership.AnnotationOwnerName, ownership.AnnotationOwnerNamespace)); diff != "" {
+	if diff := cmp.Diff(map[string]string{}, marks(live.Annotations, ownership.OwnerNameAnnotation, ownership.OwnerNamespaceAnnotation)); diff != "" {
 		t.Errorf("tracking annotations after the apply (-want +got):\n%s", diff)
 	}
 	got, ok := ownership.TrackedOwner(live)

@@ -52,7 +52,7 @@ func (c *childCounts) add(obj client.Object, i int, delta int32) {
 	if obj == nil {
 		return
 	}
-	uid := types.UID(obj.GetLabels()[ownership.LabelOwnerUID])
+	uid := types.UID(obj.GetLabels()[ownership.OwnerUIDLabel])
 	if uid == "" {
 		return
 	}
@@ -100,7 +100,7 @@ func (h countingHandler) Create(ctx context.Context, e event.CreateEvent, q work
 
 func (h countingHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]) {
 	if e.ObjectOld != nil && e.ObjectNew != nil &&
-		e.ObjectOld.GetLabels()[ownership.LabelOwnerUID] != e.ObjectNew.GetLabels()[ownership.LabelOwnerUID] {
+		e.ObjectOld.GetLabels()[ownership.OwnerUIDLabel] != e.ObjectNew.GetLabels()[ownership.OwnerUIDLabel] {
 		h.counts.add(e.ObjectOld, h.kind, -1)
 		h.counts.add(e.ObjectNew, h.kind, 1)
 	}

@@ -21,7 +21,7 @@ import (
 func trackedBy(name, owner string) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
 	if owner != "" {
-		cm.Labels = map[string]string{ownership.LabelOwnerUID: owner}
+		cm.Labels = map[string]string{ownership.OwnerUIDLabel: owner}
 	}
 	return cm
 }

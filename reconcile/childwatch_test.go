@@ -35,9 +35,9 @@ func trackedMeta(name, rv string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: rv, Generation: 1,
 		Labels: map[string]string{
-			ownership.LabelOwnerUID: "owner-uid", ownership.LabelOwnerKind: widgetKind.Kind, ownership.LabelOwnerGroup: widgetKind.Group,
+			ownership.OwnerUIDLabel: "owner-uid", ownership.OwnerKindLabel: widgetKind.Kind, ownership.OwnerGroupLabel: widgetKind.Group,
 		},
-		Annotations: map[string]string{ownership.AnnotationOwnerName: ownerKey.Name, ownership.AnnotationOwnerNamespace: ownerKey.Namespace},
+		Annotations: map[string]string{ownership.OwnerNameAnnotation: ownerKey.Name, ownership.OwnerNamespaceAnnotation: ownerKey.Namespace},
 	}
 }
 
@@ -131,11 +131,11 @@ func TestChildWatchWakes(t *testing.T) {
 			verdicts: map[types.UID]verdict{"uid-web": {check: available, ready: true, rv: "1"}}, want: true},
 		{name: "another object under the name (UID)", change: func(o client.Object) { o.SetUID("other") }, verdicts: remembered(available), want: true},
 		{name: "not a child of the owner kind", change: func(o client.Object) {
-			o.GetLabels()[ownership.LabelOwnerKind] = "Other"
+			o.GetLabels()[ownership.OwnerKindLabel] = "Other"
 			o.SetResourceVersion("2")
 		}, old: func() client.Object {
 			d := deployment()
-			d.Labels[ownership.LabelOwnerKind] = "Other"
+			d.Labels[ownership.OwnerKindLabel] = "Other"
 			return d
 		}(), verdicts: remembered(available), want: true},
 		{name: "ConfigMap data", old: &corev1.ConfigMap{ObjectMeta: trackedMeta("web", "1"), Data: map[string]string{"k": "v"}},

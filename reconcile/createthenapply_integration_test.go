@@ -14,8 +14,7 @@ import (
 )
 
 // TestIntegrationFirstWriteMustBeAnApply shows, on the real API server, why Apply creates a child with
-// a server-side apply although a create costs the API server less (bench/results/README.md, session
-// 30: 1.09x): a child created by a plain create has its fields owned by the field manager's Update
+// a server-side apply although a create costs the API server less: a child created by a plain create has its fields owned by the field manager's Update
 // entry, even when the create claims them for an Apply entry, and a later apply that drops a field
 // cannot remove what that entry still owns (invariant 2: a field removed from the desired object is
 // removed from the live one).

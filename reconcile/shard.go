@@ -67,16 +67,16 @@ func (r *Reconciler[T]) shardStep(ctx context.Context, obj T) (end func(), stop 
 	if err != nil || moved {
 		return end, true, ctrl.Result{}, err
 	}
-	if obj.GetAnnotations()[sharding.AnnotationMovedFrom] == "" {
+	if obj.GetAnnotations()[sharding.MovedFromAnnotation] == "" {
 		return end, false, ctrl.Result{}, nil
 	}
 	rv := obj.GetResourceVersion()
-	taken, err := s.TakeChildren(ctx, obj, ownership.LabelOwnerUID, r.childKinds())
+	taken, err := s.TakeChildren(ctx, obj, ownership.OwnerUIDLabel, r.childKinds())
 	if err != nil {
 		return end, true, ctrl.Result{}, fmt.Errorf("take over the children of %s: %w", obj.GetName(), err)
 	}
 	anns := obj.GetAnnotations()
-	delete(anns, sharding.AnnotationMovedFrom)
+	delete(anns, sharding.MovedFromAnnotation)
 	obj.SetAnnotations(anns)
 	r.wrote(rv, obj)
 	r.awaitTaken(ctx, taken)

@@ -117,13 +117,13 @@ func (g guardedSub) Apply(ctx context.Context, obj runtime.ApplyConfiguration, o
 }
 
 // labelPatch is the JSON merge patch that sets the shard label key to member and
-// AnnotationMovedFrom to from (removed when from is empty), under resourceVersion when it is set.
+// MovedFromAnnotation to from (removed when from is empty), under resourceVersion when it is set.
 func labelPatch(key, member, from, resourceVersion string) ([]byte, error) {
 	md := map[string]any{"labels": map[string]any{key: member}}
 	if from != "" {
-		md["annotations"] = map[string]any{AnnotationMovedFrom: from}
+		md["annotations"] = map[string]any{MovedFromAnnotation: from}
 	} else {
-		md["annotations"] = map[string]any{AnnotationMovedFrom: nil}
+		md["annotations"] = map[string]any{MovedFromAnnotation: nil}
 	}
 	if resourceVersion != "" {
 		md["resourceVersion"] = resourceVersion

@@ -26,18 +26,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// LabelPrefix starts the label that assigns an object to a member of a ring: LabelPrefix+ring, whose
+// ShardLabelPrefix starts the label that assigns an object to a member of a ring: ShardLabelPrefix+ring, whose
 // value is the member's name. The sharded object carries it, and so does every child, so that each
 // replica's cache selects exactly its share.
-const LabelPrefix = "shard.convergo.dev/"
+const ShardLabelPrefix = "shard.convergo.dev/"
 
-// AnnotationMovedFrom marks an object that changed member (handed over, or taken over from a member
+// MovedFromAnnotation marks an object that changed member (handed over, or taken over from a member
 // that is gone); its value is the member it came from. The new member relabels the object's children,
 // read from the API server, then removes the annotation.
-const AnnotationMovedFrom = "sharding.convergo.dev/moved-from"
+const MovedFromAnnotation = "sharding.convergo.dev/moved-from"
 
 // Label returns the label key that assigns objects to members of ring.
-func Label(ring string) string { return LabelPrefix + ring }
+func Label(ring string) string { return ShardLabelPrefix + ring }
 
 // Config names one replica's place in a ring.
 type Config struct {
@@ -410,7 +410,7 @@ func storeKey(k types.NamespacedName) string {
 }
 
 // claim labels an object nobody owns with this member, under its resourceVersion; an object that
-// belonged to a member that is gone is also marked AnnotationMovedFrom, so that the Reconciler
+// belonged to a member that is gone is also marked MovedFromAnnotation, so that the Reconciler
 // relabels its children.
 func (s *Shard) claim(ctx context.Context, m *metav1.PartialObjectMetadata) error {
 	from := m.GetLabels()[s.key]
@@ -429,7 +429,7 @@ func (s *Shard) claim(ctx context.Context, m *metav1.PartialObjectMetadata) erro
 	return nil
 }
 
-// relabel sets the shard label of m to member, and AnnotationMovedFrom to from (removed when from is
+// relabel sets the shard label of m to member, and MovedFromAnnotation to from (removed when from is
 // empty), in one patch under m's resourceVersion.
 func (s *Shard) relabel(ctx context.Context, m client.Object, member, from string) error {
 	obj := &metav1.PartialObjectMetadata{}
@@ -455,7 +455,7 @@ func (s *Shard) Target(uid types.UID) string {
 }
 
 // HandOver moves obj to the member the ring assigns it to, when that is another ready member: one
-// patch of its label under its resourceVersion, with AnnotationMovedFrom naming this member. It
+// patch of its label under its resourceVersion, with MovedFromAnnotation naming this member. It
 // reports whether obj moved. The caller (the Reconciler, between two reconciles of obj) stops there;
 // until its cache shows the move, Stale tells it to leave obj alone.
 func (s *Shard) HandOver(ctx context.Context, obj client.Object) (bool, error) {
@@ -521,7 +521,7 @@ func (s *Shard) drain() {
 
 // TakeChildren relabels the children of owner (objects of kinds carrying the tracking label
 // ownerLabel=owner's UID), read from the API server, that do not carry this member's label yet, then
-// removes AnnotationMovedFrom from owner. The Reconciler calls it on the first reconcile of an object
+// removes MovedFromAnnotation from owner. The Reconciler calls it on the first reconcile of an object
 // that moved here, before anything reads its children from the cache. It returns the children it
 // relabelled (metadata with their kind, as the relabel left them), which a cache scoped with
 // ScopeCache shows once their watch events arrive.

@@ -275,7 +275,7 @@ func (r *ring) settled(c client.Client, members []string, generations bool) (map
 		return nil, false, err.Error()
 	}
 	var cms corev1.ConfigMapList
-	if err := c.List(ctx, &cms, client.InNamespace(r.ns), client.HasLabels{ownership.LabelOwnerUID}); err != nil {
+	if err := c.List(ctx, &cms, client.InNamespace(r.ns), client.HasLabels{ownership.OwnerUIDLabel}); err != nil {
 		return nil, false, err.Error()
 	}
 	byName := map[string]corev1.ConfigMap{}
@@ -289,7 +289,7 @@ func (r *ring) settled(c client.Client, members []string, generations bool) (map
 		if w.Labels[key] != want.Owner(w.UID) {
 			return labels, false, fmt.Sprintf("%s labelled %q, the ring says %q", w.Name, w.Labels[key], want.Owner(w.UID))
 		}
-		if w.Annotations[sharding.AnnotationMovedFrom] != "" {
+		if w.Annotations[sharding.MovedFromAnnotation] != "" {
 			return labels, false, fmt.Sprintf("%s still marked as moved", w.Name)
 		}
 		if generations && w.Status.ObservedGeneration != w.Generation {

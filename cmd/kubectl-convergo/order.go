@@ -15,13 +15,13 @@ import (
 func childOf(obj *unstructured.Unstructured) Child {
 	annotations := obj.GetAnnotations()
 	c := Child{
-		Node:       annotations[graph.AnnotationNode],
+		Node:       annotations[graph.NodeAnnotation],
 		APIVersion: obj.GetAPIVersion(),
 		Kind:       obj.GetKind(),
 		Namespace:  obj.GetNamespace(),
 		Name:       obj.GetName(),
 	}
-	for d := range strings.SplitSeq(annotations[graph.AnnotationDependsOn], ",") {
+	for d := range strings.SplitSeq(annotations[graph.DependsOnAnnotation], ",") {
 		if d = strings.TrimSpace(d); d != "" {
 			c.DependsOn = append(c.DependsOn, d)
 		}

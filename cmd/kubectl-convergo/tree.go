@@ -143,7 +143,7 @@ func (c *cluster) children(ctx context.Context, uid types.UID, namespace string)
 			resources = append(resources, resource{gvr: gv.WithResource(r.Name), namespaced: r.Namespaced})
 		}
 	}
-	selector := metav1.ListOptions{LabelSelector: ownership.LabelOwnerUID + "=" + string(uid)}
+	selector := metav1.ListOptions{LabelSelector: ownership.OwnerUIDLabel + "=" + string(uid)}
 	var (
 		mu        sync.Mutex
 		found     []*unstructured.Unstructured

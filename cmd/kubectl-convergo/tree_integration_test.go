@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 	harness.Main(m,
 		harness.WithFullCluster(),
 		harness.WithKubectl(),
-		harness.WithCRDPaths("../../../examples/welcome/config/crd/bases"),
+		harness.WithCRDPaths("../../examples/welcome/config/crd/bases"),
 		harness.WithSchemeAdders(v1alpha1.AddToScheme),
 	)
 }

@@ -629,7 +629,7 @@ type deletion struct {
 // watchDeletions watches the Services, Deployments and ConfigMaps of the namespace that an example
 // operator manages and reports their deletions.
 func (d *demo) watchDeletions(ctx context.Context) (<-chan deletion, func(), error) {
-	sel := metav1.ListOptions{LabelSelector: builders.LabelManagedBy + " in (" + memcached.Name + "," + welcome.Name + ")"}
+	sel := metav1.ListOptions{LabelSelector: builders.ManagedByLabel + " in (" + memcached.Name + "," + welcome.Name + ")"}
 	var watches []watch.Interface
 	stop := func() {
 		for _, w := range watches {
@@ -662,7 +662,7 @@ func (d *demo) watchDeletions(ctx context.Context) (<-chan deletion, func(), err
 				kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
 				out <- deletion{
 					name:     kind + "/" + obj.GetName(),
-					operator: obj.GetLabels()[builders.LabelManagedBy],
+					operator: obj.GetLabels()[builders.ManagedByLabel],
 					revision: obj.GetResourceVersion(),
 				}
 			}

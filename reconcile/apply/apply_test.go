@@ -464,7 +464,7 @@ func TestApplyFuncResetsObject(t *testing.T) {
 	if op, err := a.ApplyFunc(t.Context(), applytest.Owner("app"), obj, mutate); err != nil || op != OperationCreated {
 		t.Fatalf("ApplyFunc = %s, %v; want Created", op, err)
 	}
-	if obj.ResourceVersion == "" || obj.Labels[ownership.LabelOwnerUID] != "uid-app" {
+	if obj.ResourceVersion == "" || obj.Labels[ownership.OwnerUIDLabel] != "uid-app" {
 		t.Errorf("obj does not hold the live object: %+v", obj.ObjectMeta)
 	}
 	if op, err := a.ApplyFunc(t.Context(), applytest.Owner("app"), obj, mutate); err != nil || op != OperationUnchanged {

@@ -96,9 +96,9 @@ func releasePatch(live, owner client.Object) ([]byte, error) {
 	}
 	if ownership.IsTrackedBy(live, owner) {
 		ops = appendRemovals(ops, "/metadata/labels/", live.GetLabels(),
-			ownership.LabelOwnerUID, ownership.LabelOwnerKind, ownership.LabelOwnerGroup)
+			ownership.OwnerUIDLabel, ownership.OwnerKindLabel, ownership.OwnerGroupLabel)
 		ops = appendRemovals(ops, "/metadata/annotations/", live.GetAnnotations(),
-			ownership.AnnotationOwnerName, ownership.AnnotationOwnerNamespace)
+			ownership.OwnerNameAnnotation, ownership.OwnerNamespaceAnnotation)
 	}
 	if len(ops) == guards {
 		return nil, nil

@@ -43,7 +43,7 @@ func Configure(opts *cache.Options, children ...client.Object) {
 		}
 		return next(out)
 	}
-	tracked, _ := labels.NewRequirement(ownership.LabelOwnerUID, selection.Exists, nil)
+	tracked, _ := labels.NewRequirement(ownership.OwnerUIDLabel, selection.Exists, nil)
 	if opts.ByObject == nil {
 		opts.ByObject = map[client.Object]cache.ByObject{}
 	}

@@ -151,7 +151,7 @@ func childState(t *testing.T, c client.Client, name string, app client.Object) s
 		return "controlled"
 	case ownership.IsTrackedBy(o, app):
 		return "tracked"
-	case len(o.OwnerReferences) > 0 || o.Labels[ownership.LabelOwnerUID] != "" || o.Annotations[ownership.AnnotationOwnerName] != "":
+	case len(o.OwnerReferences) > 0 || o.Labels[ownership.OwnerUIDLabel] != "" || o.Annotations[ownership.OwnerNameAnnotation] != "":
 		return "partly released"
 	}
 	return "released"

@@ -14,17 +14,17 @@ import (
 // child is and in which order the graph runs (kubectl convergo tree, in reconcile/cmd/kubectl-convergo).
 // They are part of the child's intent: they change only when the graph's shape does.
 const (
-	// AnnotationNode holds the name of the child's node in its owner's Graph (the name given to
+	// NodeAnnotation holds the name of the child's node in its owner's Graph (the name given to
 	// Graph.Add).
-	AnnotationNode = "convergo.dev/node"
-	// AnnotationDependsOn holds the names of the nodes the child's node depends on (DependsOn and
+	NodeAnnotation = "convergo.dev/node"
+	// DependsOnAnnotation holds the names of the nodes the child's node depends on (DependsOn and
 	// DependsOnForCreation), sorted and separated by commas; it is absent for a node without
 	// dependencies. Node names that contain a comma read as two names here.
-	AnnotationDependsOn = "convergo.dev/depends-on"
+	DependsOnAnnotation = "convergo.dev/depends-on"
 )
 
-// annotated returns a copy of the node's object carrying AnnotationNode and, when the node has
-// dependencies, AnnotationDependsOn (any value of its own for them is replaced).
+// annotated returns a copy of the node's object carrying NodeAnnotation and, when the node has
+// dependencies, DependsOnAnnotation (any value of its own for them is replaced).
 func (n *Node) annotated() (client.Object, error) {
 	obj, ok := n.obj.DeepCopyObject().(client.Object)
 	if !ok {
@@ -34,10 +34,10 @@ func (n *Node) annotated() (client.Object, error) {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationNode] = n.name
-	delete(annotations, AnnotationDependsOn)
+	annotations[NodeAnnotation] = n.name
+	delete(annotations, DependsOnAnnotation)
 	if len(n.deps) > 0 {
-		annotations[AnnotationDependsOn] = strings.Join(slices.Sorted(slices.Values(n.deps)), ",")
+		annotations[DependsOnAnnotation] = strings.Join(slices.Sorted(slices.Values(n.deps)), ",")
 	}
 	obj.SetAnnotations(annotations)
 	return obj, nil

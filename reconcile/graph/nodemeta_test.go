@@ -21,7 +21,7 @@ func TestGraphApplyRecordsNodes(t *testing.T) {
 	build := func() (*Graph, *corev1.ConfigMap) {
 		withOwn := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Name:        "web",
-			Annotations: map[string]string{"example.com/note": "kept", AnnotationDependsOn: "replaced"},
+			Annotations: map[string]string{"example.com/note": "kept", DependsOnAnnotation: "replaced"},
 		}}
 		g := New()
 		g.Add("web", withOwn).DependsOn("secrets", "config")
@@ -40,21 +40,21 @@ func TestGraphApplyRecordsNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		got[name] = map[string]string{}
-		for _, k := range []string{AnnotationNode, AnnotationDependsOn, "example.com/note"} {
+		for _, k := range []string{NodeAnnotation, DependsOnAnnotation, "example.com/note"} {
 			if v, ok := cm.Annotations[k]; ok {
 				got[name][k] = v
 			}
 		}
 	}
 	want := map[string]map[string]string{
-		"web":     {AnnotationNode: "web", AnnotationDependsOn: "config,secrets", "example.com/note": "kept"},
-		"config":  {AnnotationNode: "config"},
-		"secrets": {AnnotationNode: "secrets", AnnotationDependsOn: "config"},
+		"web":     {NodeAnnotation: "web", DependsOnAnnotation: "config,secrets", "example.com/note": "kept"},
+		"config":  {NodeAnnotation: "config"},
+		"secrets": {NodeAnnotation: "secrets", DependsOnAnnotation: "config"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("annotations of the children (-want +got):\n%s", diff)
 	}
-	wantOwn := map[string]string{"example.com/note": "kept", AnnotationDependsOn: "replaced"}
+	wantOwn := map[string]string{"example.com/note": "kept", DependsOnAnnotation: "replaced"}
 	if diff := cmp.Diff(wantOwn, withOwn.Annotations); diff != "" {
 		t.Errorf("Apply modified the desired object's annotations (-want +got):\n%s", diff)
 	}

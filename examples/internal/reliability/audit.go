@@ -112,7 +112,7 @@ func Audit(ctx context.Context, c client.Reader, exp Expectation) (Report, error
 				continue
 			}
 			rep.Children++
-			uid := types.UID(child.GetLabels()[ownership.LabelOwnerUID])
+			uid := types.UID(child.GetLabels()[ownership.OwnerUIDLabel])
 			owner, exists := owners[uid]
 			ref := metav1.GetControllerOf(child)
 			switch {

@@ -29,7 +29,7 @@ func ExampleAudit() {
 	}}
 	orphan := &corev1.Service{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "demo", Name: "old-cache",
-		Labels:          map[string]string{ownership.LabelOwnerUID: "uid-gone"},
+		Labels:          map[string]string{ownership.OwnerUIDLabel: "uid-gone"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "cache.convergo.dev/v1alpha1", Kind: "Memcached", Name: "old", UID: "uid-gone"}},
 	}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(held, orphan).Build()

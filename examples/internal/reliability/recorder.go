@@ -188,7 +188,7 @@ func (r *Recorder) add(typ watch.EventType, kind string, obj client.Object) {
 	rev, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
 	s := Seen{
 		Type: typ, Kind: kind, Name: obj.GetName(), UID: obj.GetUID(),
-		Owner: types.UID(obj.GetLabels()[ownership.LabelOwnerUID]), Revision: rev,
+		Owner: types.UID(obj.GetLabels()[ownership.OwnerUIDLabel]), Revision: rev,
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,3 +1,5 @@
+//go:build integration
+
 package reliability_test
 
 import (

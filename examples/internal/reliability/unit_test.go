@@ -44,7 +44,7 @@ func converged(name string, gen int64) (*memcachedv1.Memcached, []client.Object)
 			Namespace: "ns", Name: name,
 			Labels: map[string]string{
 				"app.kubernetes.io/managed-by": Memcached.Controller,
-				ownership.LabelOwnerUID:        string(uid),
+				ownership.OwnerUIDLabel:        string(uid),
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "cache.convergo.dev/v1alpha1", Kind: "Memcached", Name: name, UID: uid, Controller: ptr.To(true)}},
 		}
@@ -109,7 +109,7 @@ func TestAudit(t *testing.T) {
 			mutate: func(mc *memcachedv1.Memcached, ch []client.Object) []client.Object {
 				orphan := ch[1].DeepCopyObject().(client.Object)
 				orphan.SetName("left-behind")
-				orphan.SetLabels(map[string]string{ownership.LabelOwnerUID: "gone"})
+				orphan.SetLabels(map[string]string{ownership.OwnerUIDLabel: "gone"})
 				orphan.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cache.convergo.dev/v1alpha1", Kind: "Memcached", Name: "gone", UID: "gone"}})
 				return append(ch, orphan)
 			},
@@ -122,7 +122,7 @@ func TestAudit(t *testing.T) {
 		"child of another owner kind is ignored": {
 			mutate: func(mc *memcachedv1.Memcached, ch []client.Object) []client.Object {
 				other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "welcome-svc",
-					Labels:          map[string]string{ownership.LabelOwnerUID: "w"},
+					Labels:          map[string]string{ownership.OwnerUIDLabel: "w"},
 					OwnerReferences: []metav1.OwnerReference{{APIVersion: "welcome.convergo.dev/v1alpha1", Kind: "Welcome", Name: "w", UID: "w"}}}}
 				return append(ch, other)
 			},

@@ -109,10 +109,10 @@ func ownedBy(obj, owner client.Object) string {
 			refs = append(refs, "ownerRef")
 		}
 	}
-	if obj.GetLabels()[ownership.LabelOwnerUID] != "" {
+	if obj.GetLabels()[ownership.OwnerUIDLabel] != "" {
 		refs = append(refs, "owner-uid label")
 	}
-	if obj.GetAnnotations()[ownership.AnnotationOwnerName] != "" {
+	if obj.GetAnnotations()[ownership.OwnerNameAnnotation] != "" {
 		refs = append(refs, "owner-name annotation")
 	}
 	return fmt.Sprint(refs)

@@ -91,8 +91,8 @@ func TestStaleCache(t *testing.T) {
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.ns, Name: s.names[3]}, &d); err != nil {
 			t.Fatal(err)
 		}
-		if got := d.Labels[builders.LabelPartOf]; got == tampered {
-			t.Errorf("%s: the Deployment changed behind the operator's back was not repaired (label %s=%q)", s.op.Name, builders.LabelPartOf, got)
+		if got := d.Labels[builders.PartOfLabel]; got == tampered {
+			t.Errorf("%s: the Deployment changed behind the operator's back was not repaired (label %s=%q)", s.op.Name, builders.PartOfLabel, got)
 		}
 		s.rec.WaitDeleted(t, s.op.Kind, deleted[s], convergeTimeout)
 		reliability.CheckHistory(t, s.rec, s.op, "Service/"+s.names[2])
@@ -112,7 +112,7 @@ func tamper(t *testing.T, env *harness.Env, ns, name string) {
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
 			return err
 		}
-		d.Labels[builders.LabelPartOf] = tampered
+		d.Labels[builders.PartOfLabel] = tampered
 		return env.Client.Update(t.Context(), &d)
 	})
 	if err != nil {

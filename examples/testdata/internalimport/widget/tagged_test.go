@@ -1,3 +1,5 @@
 //go:build integration
 
 package widget
+
+import "github.com/convergo-dev/convergo/internal/testapi"

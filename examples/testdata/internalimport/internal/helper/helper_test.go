@@ -1,1 +1,3 @@
 package helper
+
+import "github.com/convergo-dev/convergo/internal/kobj"

@@ -1,1 +1,3 @@
 package fixture
+
+import "github.com/convergo-dev/convergo/internal/kobj"

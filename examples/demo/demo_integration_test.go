@@ -1,0 +1,57 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+)
+
+// TestDemo runs the whole demo on a full local cluster (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and one kwok node): the samples converge, the Welcome recovers from its missing Secret,
+// both scale up, the Welcome's page is served by a local web server with the configuration the operator
+// rendered, follows a rename after the rollout, and both operators delete their children in reverse
+// order. Each time the page is served, a subtest TestDemo/Chromium_<name> opens it in headless Chromium
+// (`apt-get install -y chromium`), checks that it greets the Welcome's name and keeps a screenshot
+// (see openInChromium). It needs every control-plane binary (`make assets`; `make test` builds them
+// first) and is skipped with -short.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo starts a full local cluster; skipped with -short")
+	}
+	var out bytes.Buffer
+	opts := options{
+		nodes: 1, timeout: 3 * time.Minute, runDir: t.TempDir(),
+		servePage: true, pagePort: ptr.To(0), // a free port: other tests may run beside this one
+		openPage: func(ctx context.Context, url, name string) error {
+			if !t.Run("Chromium "+name, func(t *testing.T) { openInChromium(ctx, t, url, name) }) {
+				return fmt.Errorf("the page at %s does not greet %s in Chromium (see the subtest)", url, name)
+			}
+			return nil
+		},
+	}
+	err := run(t.Context(), &out, opts)
+	t.Logf("demo output:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("demo failed: %v", err)
+	}
+	for _, want := range []string{
+		"Stalled=True (SecretNotFound)",
+		`(greets "Hello Alice")`,
+		`(greets "Hello Alice Liddell")`,
+		"(accepts the password from the Secret, which the demo never prints)",
+		"(ConfigMap/alice after Deployment/alice), in order.",
+		"memcached-operator: Service/sessions, Deployment/sessions (Deployment/sessions after Service/sessions), in order.",
+		"Done: every step went as expected.",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output does not contain %q", want)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package readmecheck
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// goBlock finds the Go code blocks of a Markdown file.
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// methodsPrelude makes a block of method declarations on *Memcached a file: a type with the status
+// fields the README names, and checks that the methods give it the interfaces package status needs.
+const methodsPrelude = `package main
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/convergo-dev/convergo/status"
+)
+
+type Memcached struct {
+	Status struct {
+		Conditions         []metav1.Condition
+		ObservedGeneration int64
+	}
+}
+
+var (
+	_ interface {
+		GetConditions() []metav1.Condition
+		SetConditions([]metav1.Condition)
+	} = &Memcached{}
+	_ status.ObservedGenerationObject = &Memcached{}
+)
+
+func main() {}
+
+`
+
+// TestReadmeCompiles builds each Go block of README.md: a complete program as it is, a block of methods
+// with methodsPrelude. The README's first block must be a complete operator within its first 60 lines.
+func TestReadmeCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds programs with the go command")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlock.FindAllSubmatchIndex(readme, -1)
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no Go block")
+	}
+	first := string(readme[blocks[0][2]:blocks[0][3]])
+	if end := strings.Count(string(readme[:blocks[0][1]]), "\n") + 1; !strings.HasPrefix(first, "package main\n") || end > 60 {
+		t.Errorf("README.md's first Go block is not a complete program ending by line 60 (it ends at line %d)", end)
+	}
+	for i, b := range blocks {
+		src := string(readme[b[2]:b[3]])
+		if !strings.HasPrefix(src, "package ") {
+			src = methodsPrelude + src
+		}
+		// Inside the module, so that the block imports Convergo as a user's module would; a directory
+		// starting with "." is left out of ./... patterns.
+		dir, err := os.MkdirTemp(root, ".readme-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(t.Context(), "go", "build", "-o", os.DevNull, ".")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			line := strings.Count(string(readme[:b[2]]), "\n") + 1
+			t.Errorf("README.md's Go block %d (line %d) does not build: %v\n%s", i+1, line, err, out)
+		}
+	}
+}

@@ -1,0 +1,21 @@
+// Package graph declares an owner's children as named nodes with dependencies and readiness checks,
+// and applies, deletes and prunes them in dependency order through an apply.Applier.
+//
+//	g := graph.New()
+//	g.Add("config", configMap)
+//	g.Add("deployment", deployment).DependsOn("config").ReadyWhen(builders.DeploymentAvailable)
+//	g.Add("service", service) // needs nothing to exist first: applied at once, beside the config
+//	res, err := g.Apply(ctx, a, owner)            // in order; waits for readiness
+//	pruned, err := g.Prune(ctx, a, owner, kinds...) // what the graph no longer declares
+//	del, err := g.Delete(ctx, a, owner)           // reverse order, on deletion, until del.Done
+//
+// Apply records on each child its node and dependencies (NodeAnnotation, DependsOnAnnotation), so that
+// `kubectl convergo tree` (cmd/kubectl-convergo) can show a live object's children in graph order.
+//
+// Each child chooses how it goes when its owner is deleted or the graph stops declaring it: a kept
+// child (KeepOnDelete) is released instead of deleted, and a foreground child (DeletionPropagation) is
+// gone only after its own dependents.
+//
+//	g.Add("data", pvc).KeepOnDelete()
+//	g.Add("web", deployment).DependsOn("data").DeletionPropagation(metav1.DeletePropagationForeground)
+package graph
