@@ -58,7 +58,7 @@ var cacheVariants = []cacheVariant{
 
 // configure sets o's cache for a test whose children are of the given kinds: built by
 // limited to namespace ns for the namespaced one, the children filtered by a label none carries for
-// the filtered variants, and cached as LeanCache keeps them for the lean ones.
+// the filtered variants, and cached as childcache.Configure keeps them for the lean ones.
 func (v cacheVariant) configure(o *manager.Options, ns string, children ...client.Object) {
 	if v.namespaced {
 		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
@@ -159,7 +159,7 @@ func TestIntegrationNeverStealWhateverTheCache(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if !v.lag && !v.filter && !v.lean { // a LeanCache holds only objects with our tracking label
+			if !v.lag && !v.filter && !v.lean { // a lean cache holds only objects with our tracking label
 				for _, o := range []client.Object{orphan, taken} {
 					harness.Eventually(t, waitTimeout, func() (bool, string) {
 						err := mgr.GetClient().Get(t.Context(), client.ObjectKeyFromObject(o), &appsv1.Deployment{})

@@ -50,7 +50,7 @@ type quietCache struct {
 }
 
 // quietCaches: the manager's cache as it is, one that lags, one filtered to Convergo's children
-// (LeanCache): no wake-up that matters may be lost with any of them.
+// (childcache.Configure): no wake-up that matters may be lost with any of them.
 var quietCaches = []quietCache{
 	{name: "current"},
 	{name: "lagging", lag: 300 * time.Millisecond},

@@ -37,7 +37,8 @@ const (
 //   - on the first reconcile of an object that moved here, relabels its children (read from the API
 //     server, every WithOwns type and every child type watched so far) before anything reads them;
 //   - labels every child with the member, so that children follow their owner into the next
-//     member's cache (the label is left out of the intent hash: a move rewrites no child);
+//     member's cache (the new member relabels the children before its first apply, so a move
+//     rewrites no child);
 //   - sends every write through the shard's guard: nothing is written once the Lease was not
 //     renewed within the renew deadline, and a graceful stop waits for the reconciles in flight.
 //

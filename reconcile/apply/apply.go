@@ -203,7 +203,7 @@ func (a *Applier) FieldManager() string { return a.cfg.fieldManager }
 //
 //   - not shown by the cache: a create-only server-side apply (OperationCreated), which the API server
 //     refuses when the object exists although the cache does not show it (it lags, or is filtered);
-//     the child is then read through the API reader (WithAPIReader) and judged as below, so it is
+//     the child is then read through the API reader (NewApplier's apiReader) and judged as below, so it is
 //     never overwritten unless it is ours. A child this Applier wrote moments ago and the cache has not
 //     shown yet is read through the API reader first (normally OperationUnchanged, nothing sent);
 //   - every field of the intent already holds its value (each list compared by its merge semantics)

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-func TestLeanCache(t *testing.T) {
+func TestConfigure(t *testing.T) {
 	cases := map[string]struct {
 		opts func() cache.Options
 		// calls: Configure is called once per entry with these kinds.
@@ -68,8 +68,8 @@ func TestLeanCache(t *testing.T) {
 	}
 }
 
-// TestLeanCacheTransform: managedFields are dropped, then an existing transform runs.
-func TestLeanCacheTransform(t *testing.T) {
+// TestConfigureTransform: managedFields are dropped, then an existing transform runs.
+func TestConfigureTransform(t *testing.T) {
 	opts := cache.Options{DefaultTransform: func(in any) (any, error) {
 		in.(*corev1.ConfigMap).Labels = map[string]string{"seen-by": "user transform"}
 		return in, nil

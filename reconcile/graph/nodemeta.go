@@ -11,7 +11,7 @@ import (
 
 // Graph annotations. Graph.Apply writes them on every child it applies, beside the tracking labels of
 // package ownership, so that tools reading only live objects can tell which node of its owner's graph a
-// child is and in which order the graph runs (kubectl convergo tree, in reconcile/cmd/kubectl-convergo).
+// child is and in which order the graph runs (kubectl convergo tree, in cmd/kubectl-convergo).
 // They are part of the child's intent: they change only when the graph's shape does.
 const (
 	// NodeAnnotation holds the name of the child's node in its owner's Graph (the name given to
