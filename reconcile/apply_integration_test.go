@@ -627,3 +627,37 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 		t.Errorf("%d writes once the marks are gone, want 0:\n%s", n, f.counter.Snapshot())
 	}
 }
+
+// TestIntegrationApplierWithConnection: with apply.WithConnection the Applier sends its DELETEs itself
+// over the manager's connection, so the API server's answer (200) says the child was removed at once
+// and one Delete pass finds it gone; through the client the answer cannot tell, and the pass waits for
+// the cache (or a read) to confirm it.
+func TestIntegrationApplierWithConnection(t *testing.T) {
+	cases := map[string]struct {
+		opts     []apply.Option
+		wantGone bool
+	}{
+		"through the client":            {},
+		"without a connection to use":   {opts: []apply.Option{apply.WithConnection(nil, nil)}},
+		"over the manager's connection": {wantGone: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			opts := tc.opts
+			if tc.wantGone {
+				opts = []apply.Option{apply.WithConnection(f.mgr.GetConfig(), f.mgr.GetHTTPClient())}
+			}
+			a := f.applier(opts...)
+			desired := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child"}, Data: map[string]string{"k": "v"}}
+			f.mustApply(t, a, desired, apply.OperationCreated)
+			step, err := a.Delete(t.Context(), f.owner, desired)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]bool{true, tc.wantGone}, []bool{step.Sent != nil, step.Live == nil}); diff != "" {
+				t.Errorf("[DELETE sent, gone after one pass] (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

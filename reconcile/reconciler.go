@@ -296,6 +296,7 @@ type Reconciler[T Object] struct {
 	cleanup      func(context.Context, T) (bool, error)
 	statusFn     func(context.Context, T, *graph.Result) error
 	suspendedFn  func(T) bool
+	failedFn     func(context.Context, T, error)
 	owns         []client.Object
 	watches      []extraWatch
 	observer     ReconcileObserver
@@ -339,6 +340,10 @@ type Hooks[T Object] struct {
 	// Suspended reports whether obj's reconciliation is suspended by its spec (e.g. spec.suspend), in
 	// addition to SuspendAnnotation, which always works. See SuspendAnnotation for what suspension does.
 	Suspended func(obj T) bool
+	// Failed runs when a reconcile fails (a transient error, an invalid spec, a Status hook's error),
+	// before the Reconciler sets its own conditions and writes the status: set your own conditions
+	// there (Degraded=True, say), and they are written with the same patch. err is what failed.
+	Failed func(ctx context.Context, obj T, err error)
 }
 
 // NewReconciler returns a Reconciler for T calling hooks, using the manager's client (cache reads),
@@ -357,6 +362,7 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		children:     hooks.Children,
 		cleanup:      hooks.Cleanup,
 		suspendedFn:  hooks.Suspended,
+		failedFn:     hooks.Failed,
 		statusFn:     hooks.Status,
 		client:       mgr.GetClient(),
 		scheme:       mgr.GetScheme(),
@@ -495,6 +501,9 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if r.shard != nil {
 		b = b.WatchesRawSource(source.Channel(r.shard.Events(), &handler.EnqueueRequestForObject{}))
 	}
+	if err := r.createInformers(mgr); err != nil {
+		return fmt.Errorf("set up controller %s: %w", r.name, err)
+	}
 	var rec ctrlreconcile.Reconciler = r
 	if r.observer != nil {
 		rec = observed{next: r, observer: r.observer}
@@ -506,6 +515,25 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	r.mu.Lock()
 	r.controller = c
 	r.mu.Unlock()
+	return nil
+}
+
+// createInformers asks the manager's cache, through its public GetInformer, for the informers of T, of
+// every WithOwns type and of every WithWatches watch before the manager starts: they then start with
+// the cache and list together, so that the controller finds them synced when it starts instead of
+// creating them one by one and waiting for each. Once the manager runs, it asks for nothing.
+func (r *Reconciler[T]) createInformers(mgr manager.Manager) error {
+	objs := append([]client.Object{r.newObj()}, r.owns...)
+	for _, w := range r.watches {
+		if obj, ok := w.cached(r.scheme); ok {
+			objs = append(objs, obj)
+		}
+	}
+	for _, obj := range objs {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("informer of %T: %w", obj, err)
+		}
+	}
 	return nil
 }
 
@@ -587,6 +615,9 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	out := r.converge(ctx, obj)
+	if err := out.failure(); err != nil && r.failedFn != nil {
+		r.failedFn(ctx, obj, err)
+	}
 	r.wake.remember(judging, out.graph, out.result)
 	r.recordChildren(obj, out)
 	changed := r.setConditions(obj, out)
@@ -705,6 +736,14 @@ func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
 	return out
 }
 
+// failure returns what failed, or nil.
+func (o outcome) failure() error {
+	if o.invalid != nil {
+		return o.invalid
+	}
+	return o.err
+}
+
 // failed records err in out as invalid spec or transient error.
 func (r *Reconciler[T]) failed(out outcome, err error) outcome {
 	var invalid *InvalidSpecError
@@ -718,6 +757,12 @@ func (r *Reconciler[T]) failed(out outcome, err error) outcome {
 
 // setConditions sets Ready / Reconciling / Stalled from the outcome and reports whether they changed.
 func (r *Reconciler[T]) setConditions(obj T, out outcome) bool {
+	resumed := status.Remove(obj, ConditionSuspended)
+	return r.setOutcome(obj, out) || resumed
+}
+
+// setOutcome sets Ready / Reconciling / Stalled from the outcome and reports whether they changed.
+func (r *Reconciler[T]) setOutcome(obj T, out outcome) bool {
 	switch {
 	case out.invalid != nil:
 		return status.MarkStalled(obj, out.invalid.reason(), out.invalid.Error())

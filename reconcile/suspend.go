@@ -16,15 +16,26 @@ import (
 // operator whose API has a field for it (Flux's spec.suspend) reports it with Hooks.Suspended instead.
 //
 // While suspended, the object's children are left exactly as they are: nothing is applied, pruned or
-// reverted, and no request is sent but the status write that says so (Ready=False with reason
-// Suspended, Reconciling and Stalled removed, so kstatus-based tools show the object settled and its
-// Ready condition says why it is not ready). Resuming converges at once. Deleting a suspended object
-// is not suspended: its children are deleted in order and the finalizer removed, since a deletion
-// that waited for a resume would hold the object, and a finalizer dropped without it would orphan its
-// children.
+// reverted, and no request is sent but the one status write that says so, without an event. The status
+// reads right in kstatus-based tools (kubectl wait, Flux and Argo CD health checks):
+//
+//   - ConditionSuspended=True says why nothing happens and how to resume;
+//   - Ready keeps its verdict when it was True: the children that made the object ready are still
+//     there, so kstatus reads it Current and waits on it end; otherwise Ready=False with reason
+//     Suspended, which kstatus reads InProgress (nothing will make it ready until it resumes);
+//   - Reconciling and Stalled are removed, so kstatus never reads a suspended object as Failed;
+//   - status.observedGeneration follows the spec: the controller has seen it and chose to wait.
+//
+// Resuming removes ConditionSuspended and converges at once. Deleting a suspended object is not
+// suspended: its children are deleted in order and the finalizer removed, since a deletion that waited
+// for a resume would hold the object, and a finalizer dropped without it would orphan its children.
 const SuspendAnnotation = "convergo.dev/suspend"
 
-// ReasonSuspended: Ready=False while the object is suspended (SuspendAnnotation, Hooks.Suspended).
+// ConditionSuspended is the condition type that is True while the object is suspended.
+const ConditionSuspended = "Suspended"
+
+// ReasonSuspended is the reason of ConditionSuspended, and of Ready=False for a suspended object that
+// was not ready.
 const ReasonSuspended = "Suspended"
 
 // resultSuspended counts the reconciles of suspended objects.
@@ -49,20 +60,19 @@ func (r *Reconciler[T]) suspend(ctx context.Context, log logr.Logger, obj T) (ct
 	if obj.GetAnnotations()[SuspendAnnotation] != "true" {
 		how = "resume it in its spec"
 	}
-	changed := status.Set(obj, metav1.Condition{Type: status.Ready, Status: metav1.ConditionFalse, Reason: ReasonSuspended,
-		Message: "reconciliation is suspended: the children are left as they are; " + how})
+	msg := "reconciliation is suspended: the children are left as they are; " + how
+	changed := status.Set(obj, metav1.Condition{Type: ConditionSuspended, Status: metav1.ConditionTrue, Reason: ReasonSuspended, Message: msg})
+	if !status.IsTrue(obj, status.Ready) {
+		changed = status.Set(obj, metav1.Condition{Type: status.Ready, Status: metav1.ConditionFalse, Reason: ReasonSuspended, Message: msg}) || changed
+	}
 	changed = status.Remove(obj, status.Reconciling) || changed
 	changed = status.Remove(obj, status.Stalled) || changed
 	if !changed {
 		return ctrl.Result{}, nil
 	}
 	wrote, err := r.patchStatus(ctx, obj, before)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	if wrote {
 		log.Info("suspended: children left as they are")
-		r.normal(obj, nil, ReasonSuspended, "Reconcile", "reconciliation suspended; "+how)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, err
 }

@@ -612,3 +612,41 @@ func TestApplyRecordsGoOnceTheCacheShowsTheChild(t *testing.T) {
 		}
 	}
 }
+
+// TestWithWriteGuard: a guard that refuses stops every DELETE the Applier would send; the child stays
+// and the guard's error is returned.
+func TestWithWriteGuard(t *testing.T) {
+	refused := errors.New("the member may no longer write")
+	cases := map[string]struct {
+		guard     func() error
+		wantErr   error
+		wantExist bool
+	}{
+		"no guard":      {},
+		"guard allows":  {guard: func() error { return nil }},
+		"guard refuses": {guard: func() error { return refused }, wantErr: refused, wantExist: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := applytest.NewFake(t, nil)
+			var opts []Option
+			if tc.guard != nil {
+				opts = append(opts, WithWriteGuard(tc.guard))
+			}
+			a := NewApplier(c, nil, opts...)
+			app := applytest.Owner("app")
+			desired := applytest.DesiredCM(map[string]string{"k": "v"})
+			if _, _, err := a.Apply(t.Context(), app, desired); err != nil {
+				t.Fatal(err)
+			}
+			_, err := a.Delete(t.Context(), app, desired)
+			if !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+				t.Errorf("Delete error = %v, want %v", err, tc.wantErr)
+			}
+			exists := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "child"}, &corev1.ConfigMap{}) == nil
+			if exists != tc.wantExist {
+				t.Errorf("child exists = %v, want %v", exists, tc.wantExist)
+			}
+		})
+	}
+}

@@ -13,8 +13,9 @@ import (
 // carry it directly. Deletion reads it from the live child, since a pruned child has no node any more:
 //
 //   - DeletionPolicyKeep: the child outlives its owner. On the owner's deletion, and when pruned, it is
-//     released instead of deleted: any owner reference to the owner and the tracking labels and
-//     annotations of package ownership are removed, so that neither the garbage collector nor a later
+//     released instead of deleted: any owner reference to the owner and every label and annotation
+//     of Convergo's (keys under convergo.dev/: the tracking marks of package ownership, the intent hash,
+//     the node annotations, this annotation) are removed, so that neither the garbage collector nor a later
 //     owner of the same name touches it (a new owner, or the same one declaring the child again, finds
 //     an orphan: an *OrphanError, adopted only with WithAdoptOrphans). A kept child carries no controller reference while it is owned either, only the
 //     tracking labels: the garbage collector never deletes it, even when the owner is deleted with

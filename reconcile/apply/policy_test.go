@@ -58,7 +58,7 @@ func TestReleasePatch(t *testing.T) {
 	}
 	child := func(refs ...metav1.OwnerReference) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "uid-c", OwnerReferences: refs,
-			Annotations: map[string]string{DeletionPolicyAnnotation: "keep"}}}
+			Annotations: map[string]string{DeletionPolicyAnnotation: "keep", "convergo.dev/node": "data", "example.com/note": "stays"}}}
 	}
 	cases := map[string]struct {
 		live client.Object
@@ -66,8 +66,10 @@ func TestReleasePatch(t *testing.T) {
 	}{
 		"tracked, no owner reference": {live: tracked(child()),
 			want: `[{"op":"test","path":"/metadata/uid","value":"uid-c"},` +
-				`{"op":"test","path":"/metadata/labels/convergo.dev~1owner-uid","value":"uid-app"},{"op":"remove","path":"/metadata/labels/convergo.dev~1owner-uid"},` +
 				`{"op":"test","path":"/metadata/labels/convergo.dev~1owner-kind","value":"ConfigMap"},{"op":"remove","path":"/metadata/labels/convergo.dev~1owner-kind"},` +
+				`{"op":"test","path":"/metadata/labels/convergo.dev~1owner-uid","value":"uid-app"},{"op":"remove","path":"/metadata/labels/convergo.dev~1owner-uid"},` +
+				`{"op":"test","path":"/metadata/annotations/convergo.dev~1deletion-policy","value":"keep"},{"op":"remove","path":"/metadata/annotations/convergo.dev~1deletion-policy"},` +
+				`{"op":"test","path":"/metadata/annotations/convergo.dev~1node","value":"data"},{"op":"remove","path":"/metadata/annotations/convergo.dev~1node"},` +
 				`{"op":"test","path":"/metadata/annotations/convergo.dev~1owner-name","value":"app"},{"op":"remove","path":"/metadata/annotations/convergo.dev~1owner-name"},` +
 				`{"op":"test","path":"/metadata/annotations/convergo.dev~1owner-namespace","value":"ns"},{"op":"remove","path":"/metadata/annotations/convergo.dev~1owner-namespace"}]`},
 		"controlled and another owner's reference kept": {live: child(ref("other", false), ref("uid-app", true)),

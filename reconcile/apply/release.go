@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,8 +81,14 @@ func testOp(path, value string) patchOp { return patchOp{Op: "test", Path: path,
 // removeOp removes path.
 func removeOp(path string) patchOp { return patchOp{Op: "remove", Path: path} }
 
+// marksPrefix starts the key of every label and annotation Convergo writes on a child (the tracking
+// labels and annotations of package ownership, the intent hash, the node annotations, the deletion
+// policy): a released child keeps none of them.
+const marksPrefix = "convergo.dev/"
+
 // releasePatch returns the JSON patch that removes owner's owner references from live and, when live is
-// tracked by owner, the tracking labels and annotations it carries; nil when there is nothing to remove.
+// tracked by owner, every label and annotation of Convergo's it carries (marksPrefix); nil when there
+// is nothing to remove.
 func releasePatch(live, owner client.Object) ([]byte, error) {
 	var ops []patchOp
 	if live.GetUID() != "" { // objects without UID (fake clients) are not guarded
@@ -95,10 +103,8 @@ func releasePatch(live, owner client.Object) ([]byte, error) {
 		}
 	}
 	if ownership.IsTrackedBy(live, owner) {
-		ops = appendRemovals(ops, "/metadata/labels/", live.GetLabels(),
-			ownership.OwnerUIDLabel, ownership.OwnerKindLabel, ownership.OwnerGroupLabel)
-		ops = appendRemovals(ops, "/metadata/annotations/", live.GetAnnotations(),
-			ownership.OwnerNameAnnotation, ownership.OwnerNamespaceAnnotation)
+		ops = appendRemovals(ops, "/metadata/labels/", live.GetLabels())
+		ops = appendRemovals(ops, "/metadata/annotations/", live.GetAnnotations())
 	}
 	if len(ops) == guards {
 		return nil, nil
@@ -106,13 +112,14 @@ func releasePatch(live, owner client.Object) ([]byte, error) {
 	return json.Marshal(ops)
 }
 
-// appendRemovals appends, for each key m holds, a test of its value and its removal under prefix.
-func appendRemovals(ops []patchOp, prefix string, m map[string]string, keys ...string) []patchOp {
-	for _, k := range keys {
-		v, ok := m[k]
-		if !ok {
+// appendRemovals appends, for each key of m under marksPrefix in sorted order, a test of its value and
+// its removal under prefix.
+func appendRemovals(ops []patchOp, prefix string, m map[string]string) []patchOp {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !strings.HasPrefix(k, marksPrefix) {
 			continue
 		}
+		v := m[k]
 		path := prefix + escapePointer(k)
 		ops = append(ops, testOp(path, v), removeOp(path))
 	}

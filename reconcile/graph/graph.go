@@ -34,6 +34,7 @@ type Graph struct {
 	nodes []*Node
 	index map[string]*Node
 	errs  []error
+	cfg   config
 }
 
 // Node is one named child of a Graph.
@@ -96,8 +97,12 @@ func (n *Node) ReadyWhen(check ReadyCheck) *Node {
 }
 
 // New returns an empty Graph.
-func New() *Graph {
-	return &Graph{index: map[string]*Node{}}
+func New(opts ...Option) *Graph {
+	g := &Graph{index: map[string]*Node{}}
+	for _, o := range opts {
+		o(&g.cfg)
+	}
+	return g
 }
 
 // Add declares the child name with its desired object (typed, holding only what the operator
@@ -131,6 +136,16 @@ func (g *Graph) Nodes() []*Node { return append([]*Node(nil), g.nodes...) }
 // a nil object, a deletion policy deletion cannot honour (see DeletionPropagation), two children for
 // the same object, an unknown dependency, or a cycle (named by its path, "a -> b -> a"). Every such
 // error wraps ErrInvalidGraph.
+//
+// A valid graph then gets the dependencies its children's specs state, unless New was given
+// WithoutImpliedDependencies: a workload (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
+// Pod) depends on the ConfigMaps, Secrets and PersistentVolumeClaims its pod template mounts, takes
+// environment variables from or pulls images with, on its ServiceAccount and on the RoleBindings and
+// ClusterRoleBindings that bind a role to that ServiceAccount; a binding depends on its role and its
+// ServiceAccounts. Each such edge is added as DependsOnForCreation would add it (the referenced child
+// exists before the workload is created, and goes after it on deletion; later changes do not wait),
+// only between children of the graph, where no edge was declared, and never where it would close a
+// cycle. Apply, Delete, Order and Layers call Validate, so they follow these edges too.
 func (g *Graph) Validate() error {
 	if len(g.errs) > 0 {
 		return g.errs[0]
@@ -159,6 +174,7 @@ func (g *Graph) Validate() error {
 	if cycle := g.findCycle(); cycle != nil {
 		return fmt.Errorf("%w: dependency cycle %s", ErrInvalidGraph, strings.Join(cycle, " -> "))
 	}
+	g.addImplied()
 	return nil
 }
 

@@ -19,7 +19,7 @@ func TestGraphRender(t *testing.T) {
 		mermaid, dot string
 	}{
 		"empty": {
-			graph:   New,
+			graph:   func() *Graph { return New() },
 			mermaid: "flowchart LR\n",
 			dot:     "digraph children {\n  rankdir=LR;\n  node [shape=box];\n}\n",
 		},

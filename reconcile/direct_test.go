@@ -1,0 +1,186 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/convergo-dev/convergo/internal/testapi"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/reconcile/internal/applytest"
+	"github.com/convergo-dev/convergo/status"
+)
+
+// directEnv is a fake API server holding one Widget, and a Reconciler made by NewDirect for it, whose
+// Widget's spec.data["suspend"]="true" suspends it (Hooks.Suspended) and spec.data["fail"] makes the
+// children hook fail with that text.
+type directEnv struct {
+	c      client.Client
+	r      *reconcile.Reconciler[*testapi.Widget]
+	key    client.ObjectKey
+	failed []string // errors Hooks.Failed saw
+}
+
+func newDirectEnv(t *testing.T) *directEnv {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := testapi.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	mapper.Add(testapi.GroupVersion.WithKind("Widget"), meta.RESTScopeNamespace)
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns", UID: "uid-w", Generation: 1}}
+	c := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithStatusSubresource(w).WithObjects(w).
+		WithInterceptorFuncs(interceptor.Funcs{Patch: applytest.GuardedPatch}).Build()
+	e := &directEnv{c: c, key: client.ObjectKeyFromObject(w)}
+	hooks := reconcile.Hooks[*testapi.Widget]{
+		Children: func(_ context.Context, w *testapi.Widget) (*graph.Graph, error) {
+			if msg := w.Spec.Data["fail"]; msg != "" {
+				return nil, errors.New(msg)
+			}
+			g := graph.New()
+			g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name}, Data: map[string]string{"k": "v"}})
+			return g, nil
+		},
+		Suspended: func(w *testapi.Widget) bool { return w.Spec.Data["suspend"] == "true" },
+		Failed: func(_ context.Context, w *testapi.Widget, err error) {
+			e.failed = append(e.failed, err.Error())
+			status.MarkTrue(w, "Degraded", "ChildrenFailed", "%v", err)
+		},
+	}
+	e.r = reconcile.NewDirect(c, c, s, hooks)
+	return e
+}
+
+// reconcile runs one reconcile after setting the Widget's spec.data.
+func (e *directEnv) reconcile(t *testing.T, data map[string]string) *testapi.Widget {
+	t.Helper()
+	var w testapi.Widget
+	if err := e.c.Get(t.Context(), e.key, &w); err != nil {
+		t.Fatal(err)
+	}
+	w.Spec.Data = data
+	w.Generation++
+	if err := e.c.Update(t.Context(), &w); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: e.key}); err != nil && data["fail"] == "" {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if err := e.c.Get(t.Context(), e.key, &w); err != nil {
+		t.Fatal(err)
+	}
+	return &w
+}
+
+// conditions returns "Type=Status/Reason" of each condition of w.
+func conditions(w *testapi.Widget) []string {
+	var out []string
+	for _, c := range w.Status.Conditions {
+		out = append(out, c.Type+"="+string(c.Status)+"/"+c.Reason)
+	}
+	return out
+}
+
+// kstatusOf is what kstatus (cli-utils, as kubectl wait, Flux and Argo CD health checks use it) reads
+// of w.
+func kstatusOf(t *testing.T, w *testapi.Widget) kstatus.Status {
+	t.Helper()
+	w = w.DeepCopy()
+	w.SetGroupVersionKind(testapi.GroupVersion.WithKind("Widget"))
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := kstatus.Compute(&unstructured.Unstructured{Object: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
+}
+
+// TestNewDirectSuspension: a Reconciler made by NewDirect reconciles a Widget by direct calls, as a
+// kubebuilder test does. Hooks.Suspended suspends it: nothing is applied or reverted, and kstatus reads a
+// suspended Widget that was Ready as Current (waits on it end) and one that never was as InProgress,
+// never Failed; resuming converges.
+func TestNewDirectSuspension(t *testing.T) {
+	type step struct {
+		Conditions []string
+		KStatus    kstatus.Status
+		Child      string // the ConfigMap's data["k"], "" when absent
+	}
+	cases := map[string]struct {
+		steps []map[string]string // spec.data of each reconcile
+		want  []step
+	}{
+		"suspended from the start": {
+			steps: []map[string]string{{"suspend": "true"}, nil},
+			want: []step{
+				{Conditions: []string{"Suspended=True/Suspended", "Ready=False/Suspended"}, KStatus: kstatus.InProgressStatus},
+				{Conditions: []string{"Ready=True/Reconciled"}, KStatus: kstatus.CurrentStatus, Child: "v"},
+			},
+		},
+		"ready, then suspended, then resumed": {
+			steps: []map[string]string{nil, {"suspend": "true"}, nil},
+			want: []step{
+				{Conditions: []string{"Ready=True/Reconciled"}, KStatus: kstatus.CurrentStatus, Child: "v"},
+				{Conditions: []string{"Ready=True/Reconciled", "Suspended=True/Suspended"}, KStatus: kstatus.CurrentStatus, Child: "hand-edited"},
+				{Conditions: []string{"Ready=True/Reconciled"}, KStatus: kstatus.CurrentStatus, Child: "v"},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newDirectEnv(t)
+			var got []step
+			for _, data := range tc.steps {
+				w := e.reconcile(t, data)
+				s := step{Conditions: conditions(w), KStatus: kstatusOf(t, w)}
+				var cm corev1.ConfigMap
+				if err := e.c.Get(t.Context(), e.key, &cm); err == nil {
+					s.Child = cm.Data["k"]
+					// A hand edit: reverted unless the Widget is suspended.
+					cm.Data["k"] = "hand-edited"
+					if err := e.c.Update(t.Context(), &cm); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got = append(got, s)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("reconciles (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFailedHook: Hooks.Failed sees what failed and its conditions are written with the Reconciler's.
+func TestFailedHook(t *testing.T) {
+	e := newDirectEnv(t)
+	w := e.reconcile(t, map[string]string{"fail": "no quota"})
+	if diff := cmp.Diff([]string{"build children: no quota"}, e.failed); diff != "" {
+		t.Errorf("errors Hooks.Failed saw (-want +got):\n%s", diff)
+	}
+	want := []string{"Degraded=True/ChildrenFailed", "Reconciling=True/ReconcileError", "Ready=False/ReconcileError"}
+	if diff := cmp.Diff(want, conditions(w)); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+}
