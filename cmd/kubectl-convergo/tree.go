@@ -42,6 +42,12 @@ type cluster struct {
 func newCluster(cfg *rest.Config, warn func(format string, args ...any)) (*cluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 50, 300
+	// The API server's warnings reach the user through warn, not client-go's log; the lists of every
+	// resource, which name deprecated ones too (v1 Endpoints, v1 ComponentStatus), warn of nothing the
+	// user asked for, so theirs are dropped.
+	cfg.WarningHandler = warningHandler(warn)
+	scan := rest.CopyConfig(cfg)
+	scan.WarningHandler = rest.NoWarnings{}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
@@ -51,7 +57,7 @@ func newCluster(cfg *rest.Config, warn func(format string, args ...any)) (*clust
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	md, err := metadata.NewForConfig(cfg)
+	md, err := metadata.NewForConfig(scan)
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
@@ -70,7 +76,9 @@ func (c *cluster) mapping(ctx context.Context, resource string) (*meta.RESTMappi
 	}
 	if gvk.Empty() {
 		var err error
-		if gvk, err = c.mapper.KindForWithContext(ctx, gr.WithVersion("")); err != nil {
+		if gvk, err = c.mapper.KindForWithContext(ctx, gr.WithVersion("")); meta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("resource %q: the server has no such resource (kubectl api-resources lists those it has)", resource)
+		} else if err != nil {
 			return nil, fmt.Errorf("resource %q: %w", resource, err)
 		}
 	}
@@ -79,6 +87,16 @@ func (c *cluster) mapping(ctx context.Context, resource string) (*meta.RESTMappi
 		return nil, fmt.Errorf("resource %q: %w", resource, err)
 	}
 	return m, nil
+}
+
+// warningHandler passes the API server's warnings to warn.
+type warningHandler func(format string, args ...any)
+
+// HandleWarningHeader passes one warning to h.
+func (h warningHandler) HandleWarningHeader(code int, _ string, text string) {
+	if code == 299 && text != "" {
+		h("warning: %s", text)
+	}
 }
 
 // tree reads the object name of mapping's resource (in namespace, when namespaced) and its tracked

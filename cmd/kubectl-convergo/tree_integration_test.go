@@ -146,6 +146,17 @@ func TestIntegrationTree(t *testing.T) {
 		}
 	})
 
+	t.Run("unknown resource", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		args := []string{"tree", "nosuchkinds", "alice", "-n", ns, "--kubeconfig", env.KubeconfigPath}
+		if code := run(t.Context(), args, &stdout, &stderr); code == 0 {
+			t.Fatalf("run %q: exit code 0, want an error", args)
+		}
+		if want := `resource "nosuchkinds": the server has no such resource (kubectl api-resources lists those it has)`; !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+		}
+	})
+
 	t.Run("requests", func(t *testing.T) {
 		counter := harness.NewRequestCounter()
 		c, err := newCluster(counter.Wrap(env.Config), func(format string, args ...any) { t.Errorf("warning: "+format, args...) })

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/convergo-dev/convergo/testing/assets"
 	"github.com/convergo-dev/convergo/testing/cluster"
@@ -64,6 +65,9 @@ type Env struct {
 	// without WithWebhooks. WebhookOptions turns them into a webhook server's options.
 	Webhooks *envtest.WebhookInstallOptions
 
+	// servesWebhooks: the environment serves the webhooks itself (WithWebhookServer).
+	servesWebhooks bool
+
 	cluster  *cluster.Cluster
 	stopOnce sync.Once
 	stopErr  error
@@ -81,6 +85,7 @@ type config struct {
 	fullCluster  *fullClusterConfig
 	kubectl      bool
 	webhookPaths []string
+	webhookSetup func(manager.Manager) error
 }
 
 // WithCRDPaths installs the CustomResourceDefinitions in the given directories or files (YAML or JSON)
@@ -183,6 +188,9 @@ func Start(ctx context.Context, opts ...Option) (*Env, error) {
 	}
 	if startErr == nil {
 		startErr = e.finish()
+	}
+	if startErr == nil {
+		startErr = e.serveWebhooks(ctx, &cfg)
 	}
 	if startErr != nil {
 		if err := e.Stop(); err != nil {

@@ -76,7 +76,10 @@ func (e *Env) StartManager(t testing.TB, setup func(mgr manager.Manager) error, 
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	}
 	var hooks *registeringServer
-	if e.Webhooks != nil {
+	switch {
+	case e.servesWebhooks:
+		mopts.WebhookServer = idleServer{}
+	case e.Webhooks != nil:
 		hooks = &registeringServer{Server: webhook.NewServer(e.WebhookOptions())}
 		mopts.WebhookServer = hooks
 	}

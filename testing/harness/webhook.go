@@ -15,7 +15,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -136,3 +141,78 @@ func (s *registeringServer) Register(path string, hook http.Handler) {
 	s.registered.Store(true)
 	s.Server.Register(path, hook)
 }
+
+// WithWebhookServer makes the environment serve the webhooks setup registers (ctrl.NewWebhookManagedBy
+// calls, a package's SetupWithManager), for its whole life, where WithWebhooks pointed the
+// configurations: every create, update and conversion of the package's tests then passes through them
+// without a test starting a manager of its own for it. Managers started by StartManager then serve no
+// webhook (the port is the environment's); a process a test runs must not serve on WebhookOptions
+// either. It needs WithWebhooks.
+//
+//	func TestMain(m *testing.M) {
+//		harness.Main(m, harness.WithCRDPaths("../config/crd/bases"),
+//			harness.WithWebhooks("../config/webhook"), harness.WithWebhookServer(webhook.SetupWithManager))
+//	}
+func WithWebhookServer(setup func(mgr manager.Manager) error) Option {
+	return func(c *config) { c.webhookSetup = setup }
+}
+
+// serveWebhooks starts a manager that serves the webhooks of cfg's WithWebhookServer until Stop, and
+// waits until its server answers.
+func (e *Env) serveWebhooks(ctx context.Context, cfg *config) error {
+	if cfg.webhookSetup == nil {
+		return nil
+	}
+	if e.Webhooks == nil {
+		return errors.New("WithWebhookServer needs WithWebhooks: the configurations to point at the server")
+	}
+	mgr, err := manager.New(e.Config, manager.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer:          webhook.NewServer(e.WebhookOptions()),
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("webhook server: create manager: %w", err)
+	}
+	if err := cfg.webhookSetup(mgr); err != nil {
+		return fmt.Errorf("webhook server: set up: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	e.stopFns = append(e.stopFns, func() error {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("webhook server: %w", err)
+		}
+		return nil
+	})
+	e.servesWebhooks = true
+	waitCtx, waitCancel := context.WithTimeout(ctx, webhookServeTimeout)
+	defer waitCancel()
+	if err := e.waitForWebhookServer(waitCtx); err != nil {
+		return fmt.Errorf("webhook server at %s did not answer: %w", e.webhookAddress(), err)
+	}
+	return nil
+}
+
+// idleServer is the webhook server of a manager started by StartManager while the environment serves
+// the webhooks itself (WithWebhookServer): it takes registrations and serves nothing.
+type idleServer struct{ webhook.Server }
+
+// Register implements webhook.Server: the environment's server already serves the webhooks.
+func (idleServer) Register(string, http.Handler) {}
+
+// Start implements webhook.Server: it waits for ctx.
+func (idleServer) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (idleServer) NeedLeaderElection() bool { return false }
+
+// StartedChecker implements webhook.Server: always healthy.
+func (idleServer) StartedChecker() healthz.Checker { return healthz.Ping }

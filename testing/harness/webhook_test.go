@@ -134,3 +134,45 @@ func TestWebhookConfigurationsPointAtTheTestServer(t *testing.T) {
 		}
 	}
 }
+
+// TestWithWebhookServer: an environment started with WithWebhookServer serves the webhooks itself, so a
+// test creates through them with no manager of its own, and a manager it starts (serving no webhook)
+// does not clash with the environment's server.
+func TestWithWebhookServer(t *testing.T) {
+	env, err := harness.Start(t.Context(), harness.WithWebhooks("testdata/webhook"),
+		harness.WithWebhookServer(func(mgr manager.Manager) error {
+			return builder.WebhookManagedBy(mgr, &corev1.ConfigMap{}).WithDefaulter(configMapHooks{}).WithValidator(configMapHooks{}).Complete()
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	ns := env.Namespace(t)
+	create := func() (map[string]string, error) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "hooked-", Labels: map[string]string{webhookTestLabel: "true"}},
+			Data: map[string]string{"k": "v"}}
+		err := env.Client.Create(t.Context(), cm)
+		return cm.Data, err
+	}
+	want := map[string]string{"k": "v", "defaulted-by": "the test's webhook server"}
+	got, err := create()
+	if err != nil {
+		t.Fatalf("create without a manager: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("created without a manager (-want +got):\n%s", diff)
+	}
+	env.StartManager(t, func(mgr manager.Manager) error {
+		return builder.WebhookManagedBy(mgr, &corev1.ConfigMap{}).WithDefaulter(configMapHooks{}).Complete()
+	})
+	if got, err = create(); err != nil {
+		t.Fatalf("create beside a manager: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("created beside a manager (-want +got):\n%s", diff)
+	}
+}
