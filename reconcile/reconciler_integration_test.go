@@ -20,7 +20,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -893,8 +895,8 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 	}
 
 	setSuspend(`"true"`)
-	wt.waitWidget(t, w, "Ready=False/Suspended", func(w *testapi.Widget) bool {
-		return condition(w, status.Ready) == "False/"+reconcile.ReasonSuspended
+	wt.waitWidget(t, w, "Suspended=True", func(w *testapi.Widget) bool {
+		return condition(w, reconcile.ConditionSuspended) == "True/"+reconcile.ReasonSuspended
 	})
 	wt.counter.Reset()
 	got := &testapi.Widget{}
@@ -911,11 +913,12 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 	}
 	gen := got.Generation
 	got = wt.waitWidget(t, w, "the change seen while suspended", func(w *testapi.Widget) bool {
-		c := status.Get(w, status.Ready)
-		return c != nil && c.ObservedGeneration == gen && c.Reason == reconcile.ReasonSuspended
+		c := status.Get(w, reconcile.ConditionSuspended)
+		return c != nil && c.ObservedGeneration == gen && w.Status.ObservedGeneration == gen
 	})
 	type suspended struct {
 		Conditions      []string
+		KStatus         kstatus.Status
 		Derived, Config map[string]string
 		ChildWrites     int
 	}
@@ -924,15 +927,27 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 		conds = append(conds, c.Type+"="+string(c.Status)+"/"+c.Reason)
 	}
 	reqs := wt.counter.Snapshot().InNamespace(wt.ns)
-	want := suspended{Conditions: []string{"Ready=False/Suspended"}, Derived: map[string]string{"replicas": "1"}, Config: map[string]string{"k": "changed by someone"}}
-	if diff := cmp.Diff(want, suspended{conds, childData("paused-derived"), childData("paused-config"), reqs.Count("", "configmaps")}); diff != "" {
+	// A suspended Widget that was Ready stays usable: kstatus (kubectl wait, Flux, Argo CD) reads it
+	// Current, not InProgress or Failed.
+	got.SetGroupVersionKind(testapi.GroupVersion.WithKind("Widget"))
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := kstatus.Compute(&unstructured.Unstructured{Object: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := suspended{Conditions: []string{"Ready=True/Reconciled", "Suspended=True/Suspended"}, KStatus: kstatus.CurrentStatus,
+		Derived: map[string]string{"replicas": "1"}, Config: map[string]string{"k": "changed by someone"}}
+	if diff := cmp.Diff(want, suspended{conds, ks.Status, childData("paused-derived"), childData("paused-config"), reqs.Count("", "configmaps")}); diff != "" {
 		t.Errorf("while suspended (-want +got):\n%s\n%v", diff, reqs)
 	}
 
 	setSuspend("null")
 	wt.waitWidget(t, w, "Ready after resuming", func(w *testapi.Widget) bool {
 		c := status.Get(w, status.Ready)
-		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && status.Get(w, reconcile.ConditionSuspended) == nil
 	})
 	if diff := cmp.Diff([]map[string]string{{"replicas": "2"}, {"k": "v"}}, []map[string]string{childData("paused-derived"), childData("paused-config")}); diff != "" {
 		t.Errorf("after resuming: derived and config (-want +got):\n%s", diff)
@@ -940,7 +955,7 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 
 	setSuspend(`"true"`)
 	wt.waitWidget(t, w, "suspended again", func(w *testapi.Widget) bool {
-		return condition(w, status.Ready) == "False/"+reconcile.ReasonSuspended
+		return condition(w, reconcile.ConditionSuspended) == "True/"+reconcile.ReasonSuspended
 	})
 	if err := wt.client.Delete(t.Context(), w); err != nil {
 		t.Fatal(err)

@@ -10,22 +10,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ErrCannotWrite is returned by a guarded client's writes once the member may no longer write: its
-// Lease was not renewed within the renew deadline (another replica may take its objects over soon),
-// or the shard is stopping. The write is not sent.
-var ErrCannotWrite = errors.New("this replica may not write: its shard lease is not renewed")
+// ErrCannotWrite is wrapped by a guarded client's errors once the member may no longer write: its
+// Lease was not renewed within the renew deadline (another replica may take its objects over soon), or
+// the shard stopped and released its Lease. The message names which. The write is not sent.
+var ErrCannotWrite = errors.New("this replica may not write")
 
 // Client returns c whose writes (create, update, patch, apply, delete, and the same on subresources
 // such as status) fail with ErrCannotWrite, unsent, once the member may no longer write. Reads pass.
 func (s *Shard) Client(c client.Client) client.Client { return guarded{Client: c, s: s} }
 
-// Writable returns nil while the member may write, ErrCannotWrite otherwise.
+// Writable returns nil while the member may write, an error wrapping ErrCannotWrite otherwise. A
+// stopping shard admits no new reconcile (Begin), but the reconciles it admitted write on until they
+// end or the renew deadline passes, while it still renews its Lease; then it releases the Lease and
+// refuses every write.
 func (s *Shard) Writable() error {
 	s.mu.Lock()
-	stopping := s.stopping
+	released := s.released
 	s.mu.Unlock()
-	if stopping || !s.member.CanWrite() {
-		return fmt.Errorf("member %s of ring %s: %w", s.cfg.Member, s.cfg.Ring, ErrCannotWrite)
+	switch {
+	case released:
+		return fmt.Errorf("member %s of ring %s stopped and released its Lease (a reconcile still running had the renew deadline to finish): %w",
+			s.cfg.Member, s.cfg.Ring, ErrCannotWrite)
+	case !s.member.CanWrite():
+		return fmt.Errorf("member %s of ring %s: its Lease was not renewed within the renew deadline, so another replica may take its objects over: %w",
+			s.cfg.Member, s.cfg.Ring, ErrCannotWrite)
 	}
 	return nil
 }

@@ -22,10 +22,10 @@ var (
 		Name: "convergo_shard_members", Help: "Members of the ring this replica counts as ready.",
 	}, []string{"ring", "member"})
 	metricOwned = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "convergo_shard_owned_objects", Help: "Objects labelled with this member, at the last resync.",
+		Name: "convergo_shard_owned_objects", Help: "Objects labelled with this member (counted again within 250 ms of a change).",
 	}, []string{"ring", "member"})
 	metricUnassigned = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "convergo_shard_unassigned_objects", Help: "Objects no live member owns, at the last resync.",
+		Name: "convergo_shard_unassigned_objects", Help: "Objects no live member owns (counted again within 250 ms of a change).",
 	}, []string{"ring", "member"})
 	metricMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "convergo_shard_moves_total", Help: "Objects this member claimed or handed over, by reason.",

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -110,10 +111,21 @@ type Shard struct {
 	store     toolscache.Store
 	events    chan event.GenericEvent
 	inflight  int
-	stopping  bool
+	stopping  bool // Begin admits no new reconcile
+	released  bool // the drain ended: every write is refused
 	idle      *sync.Cond
 	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	// recount: an object was added, changed or deleted since the gauges were last counted.
+	recount atomic.Bool
 }
+
+// claimWorkers is how many claims, hand-overs and take-overs a member sends at once: a take-over of a
+// dead member's objects is one patch each, and one at a time made it grow with the objects held.
+const claimWorkers = 8
+
+// gaugeInterval is how often the owned and unassigned gauges are counted again while objects change:
+// they are current within that of a claim, a move or a take-over.
+const gaugeInterval = 250 * time.Millisecond
 
 // NewShard returns the shard of mgr's replica for objects of obj's kind (the sharded controller's
 // type), configured by cfg. opts set the Lease's timings and the join delay.
@@ -204,7 +216,9 @@ func (s *Shard) Start(ctx context.Context) error {
 		}
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) },
+		AddFunc:    func(o any) { enqueue(o); s.recount.Store(true) },
+		UpdateFunc: func(_, o any) { enqueue(o); s.recount.Store(true) },
+		DeleteFunc: func(any) { s.recount.Store(true) },
 	}); err != nil {
 		stopMember()
 		return fmt.Errorf("shard %s/%s: watch %s: %w", s.cfg.Ring, s.cfg.Member, s.gvk.Kind, err)
@@ -213,7 +227,10 @@ func (s *Shard) Start(ctx context.Context) error {
 	s.store = informer.GetStore()
 	s.mu.Unlock()
 	go informer.RunWithContext(ctx)
-	go s.work(ctx)
+	for range claimWorkers {
+		go s.work(ctx)
+	}
+	go s.countGauges(ctx)
 
 	tick := s.mcfg.clock.NewTicker(s.mcfg.retryPeriod)
 	defer tick.Stop()
@@ -300,7 +317,28 @@ func (s *Shard) withSelf(names []string, writable bool) []string {
 
 // resync looks at every object again, queues those this member must claim or hand over, and
 // refreshes the owned and unassigned gauges.
-func (s *Shard) resync() {
+func (s *Shard) resync() { s.scan(true) }
+
+// countGauges counts the owned and unassigned gauges again every gaugeInterval while objects change,
+// until ctx ends.
+func (s *Shard) countGauges(ctx context.Context) {
+	tick := time.NewTicker(gaugeInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if s.recount.Swap(false) {
+				s.scan(false)
+			}
+		}
+	}
+}
+
+// scan classifies every object, refreshes the owned and unassigned gauges and, with queue, queues the
+// objects this member must claim or hand over.
+func (s *Shard) scan(queue bool) {
 	s.mu.Lock()
 	store := s.store
 	s.mu.Unlock()
@@ -320,7 +358,7 @@ func (s *Shard) resync() {
 		case classClaim, classUnassigned:
 			unassigned++
 		}
-		if c == classClaim || c == classHandOver { // the others need nothing from this member
+		if queue && (c == classClaim || c == classHandOver) { // the others need nothing from this member
 			s.queue.Add(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
 		}
 	}
@@ -517,6 +555,7 @@ func (s *Shard) drain() {
 	for s.inflight > 0 && time.Since(start) < s.mcfg.renewDeadline {
 		s.idle.Wait()
 	}
+	s.released = true
 }
 
 // TakeChildren relabels the children of owner (objects of kinds carrying the tracking label

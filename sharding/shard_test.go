@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -220,5 +223,79 @@ func TestScopeCache(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("cache selectors (-want +got):\n%s", diff)
+	}
+}
+
+// TestShardGaugesFollowChanges: once objects change (a claim relabels one), the owned and unassigned
+// gauges are counted again without waiting for the next resync.
+func TestShardGaugesFollowChanges(t *testing.T) {
+	s, _ := newTestShard(t, "a", "b")
+	ab := []string{"a", "b"}
+	mine, theirs := firstOwnedBy(t, ab, "a"), firstOwnedBy(t, ab, "b")
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	s.mu.Lock()
+	s.store = store
+	s.mu.Unlock()
+	gauges := func() [2]float64 {
+		return [2]float64{testutil.ToFloat64(metricOwned.WithLabelValues("welcome", "a")), testutil.ToFloat64(metricUnassigned.WithLabelValues("welcome", "a"))}
+	}
+	go s.countGauges(t.Context())
+	for _, step := range []struct {
+		objs []*metav1.PartialObjectMetadata
+		want [2]float64 // owned, unassigned
+	}{
+		{objs: []*metav1.PartialObjectMetadata{object(mine, ""), object(theirs, "")}, want: [2]float64{0, 2}},
+		{objs: []*metav1.PartialObjectMetadata{object(mine, "a"), object(theirs, "b")}, want: [2]float64{1, 0}}, // claimed
+	} {
+		for _, o := range step.objs {
+			if err := store.Update(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.recount.Store(true) // what the informer's handler does on each event
+		deadline := time.Now().Add(time.Minute)
+		for gauges() != step.want && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if diff := cmp.Diff(step.want, gauges()); diff != "" {
+			t.Errorf("gauges [owned, unassigned] (-want +got):\n%s", diff)
+		}
+	}
+}
+
+// TestShardDrainLetsAdmittedReconcilesWrite: once the shard stops, it admits no new reconcile, but the
+// one it admitted writes on until it ends; then every write is refused, with the cause named.
+func TestShardDrainLetsAdmittedReconcilesWrite(t *testing.T) {
+	s, _ := newTestShard(t, "a")
+	c := s.Client(fake.NewClientBuilder().Build())
+	end, ok := s.Begin()
+	if !ok {
+		t.Fatal("Begin refused while the lease is fresh")
+	}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		s.drain()
+	}()
+	for { // until the drain has begun
+		s.mu.Lock()
+		stopping := s.stopping
+		s.mu.Unlock()
+		if stopping {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, ok := s.Begin(); ok {
+		t.Error("a stopping shard admitted a new reconcile")
+	}
+	if err := c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mid-write", Namespace: "ns"}}); err != nil {
+		t.Errorf("write of the admitted reconcile while the shard drains: %v", err)
+	}
+	end()
+	<-drained
+	err := c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after", Namespace: "ns"}})
+	if !errors.Is(err, ErrCannotWrite) || !strings.Contains(err.Error(), "released its Lease") {
+		t.Errorf("write after the drain: %v, want ErrCannotWrite naming the released Lease", err)
 	}
 }

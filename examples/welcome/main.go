@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -34,7 +35,9 @@ type flags struct {
 	pprofAddr     string
 	// Sharding: several active replicas, each reconciling its share (see package sharding).
 	shardRing, shardMember, shardNamespace string
-	zap                                    zap.Options
+	// The Lease's timings of a sharded replica (sharding.WithLeaseTimings).
+	shardLease, shardRenew, shardRetry time.Duration
+	zap                                zap.Options
 }
 
 func main() {
@@ -50,6 +53,9 @@ func main() {
 	flag.StringVar(&f.shardRing, "shard-ring", "", "Run sharded: every replica is active and reconciles its share of the Welcomes; the ring's name. Excludes --leader-elect.")
 	flag.StringVar(&f.shardMember, "shard-member", os.Getenv("POD_NAME"), "This replica's stable name in the ring (default: $POD_NAME, a StatefulSet pod's name).")
 	flag.StringVar(&f.shardNamespace, "shard-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the ring's Leases (default: $POD_NAMESPACE).")
+	flag.DurationVar(&f.shardLease, "shard-lease-duration", 15*time.Second, "How long a sharded replica's Lease holds unrenewed; a dead replica's objects are taken over after about this much.")
+	flag.DurationVar(&f.shardRenew, "shard-renew-deadline", 10*time.Second, "How long a sharded replica keeps writing without renewing its Lease (less than --shard-lease-duration).")
+	flag.DurationVar(&f.shardRetry, "shard-retry-period", 2*time.Second, "How often a sharded replica renews its Lease and looks at the others'.")
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
 
@@ -107,7 +113,7 @@ func run(ctx context.Context, f flags) error {
 	}
 	setupOpts := []reconcile.ReconcilerOption{reconcile.WithDeletionConcurrency(f.deletions)}
 	if f.shardRing != "" {
-		shard, err := sharding.Join(mgr, shardCfg, &v1alpha1.Welcome{})
+		shard, err := sharding.Join(mgr, shardCfg, &v1alpha1.Welcome{}, sharding.WithLeaseTimings(f.shardLease, f.shardRenew, f.shardRetry))
 		if err != nil {
 			return err
 		}
