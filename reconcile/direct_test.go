@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/reconcile"
@@ -183,4 +185,90 @@ func TestFailedHook(t *testing.T) {
 	if diff := cmp.Diff(want, conditions(w)); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
+}
+
+// TestTimeInTheContract: a hook's RequeueAfter brings the next look forward, WithInterval looks at a
+// converged object again (jittered, never later than the interval), and controller-runtime's
+// TerminalError from a hook stalls the object and is returned as terminal (no retry, counted by
+// controller-runtime's terminal-error metric), as an invalid spec is.
+func TestTimeInTheContract(t *testing.T) {
+	type got struct {
+		RequeueAfter string
+		Terminal     bool
+		Stalled      string
+	}
+	cases := map[string]struct {
+		opts []reconcile.ReconcilerOption
+		data map[string]string
+		want got
+	}{
+		"nothing asked": {want: got{RequeueAfter: "0s"}},
+		"a hook asks":   {data: map[string]string{"requeue": "90s"}, want: got{RequeueAfter: "1m30s"}},
+		"an interval":   {opts: []reconcile.ReconcilerOption{reconcile.WithInterval(10 * time.Minute)}, want: got{RequeueAfter: "within 10m"}},
+		"a hook asks sooner than the interval": {opts: []reconcile.ReconcilerOption{reconcile.WithInterval(10 * time.Minute)},
+			data: map[string]string{"requeue": "90s"}, want: got{RequeueAfter: "1m30s"}},
+		"a terminal error": {data: map[string]string{"terminal": "quota exhausted"},
+			want: got{RequeueAfter: "0s", Terminal: true, Stalled: "True/TerminalError"}},
+		"an invalid spec": {data: map[string]string{"invalid": "size too large"},
+			want: got{RequeueAfter: "0s", Terminal: true, Stalled: "True/InvalidSpec"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newTimedEnv(t, tc.opts...)
+			res, err := e.reconcileWith(t, tc.data)
+			g := got{RequeueAfter: res.RequeueAfter.String(), Terminal: errors.Is(err, ctrlreconcile.TerminalError(nil))}
+			if tc.opts != nil && res.RequeueAfter > 9*time.Minute && res.RequeueAfter <= 10*time.Minute {
+				g.RequeueAfter = "within 10m"
+			}
+			var w testapi.Widget
+			if err := e.c.Get(t.Context(), e.key, &w); err != nil {
+				t.Fatal(err)
+			}
+			if c := status.Get(&w, status.Stalled); c != nil {
+				g.Stalled = string(c.Status) + "/" + c.Reason
+			}
+			if err != nil && !g.Terminal {
+				t.Fatalf("reconcile: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, g); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// newTimedEnv is newDirectEnv whose children hook reads spec.data: "requeue" (a duration it asks for
+// with RequeueAfter), "terminal" (a TerminalError's text) and "invalid" (an Invalid's).
+func newTimedEnv(t *testing.T, opts ...reconcile.ReconcilerOption) *directEnv {
+	t.Helper()
+	e := newDirectEnv(t)
+	e.r = reconcile.NewDirect(e.c, e.c, e.c.Scheme(), reconcile.Hooks[*testapi.Widget]{
+		Children: func(ctx context.Context, w *testapi.Widget) (*graph.Graph, error) {
+			if d, err := time.ParseDuration(w.Spec.Data["requeue"]); err == nil {
+				reconcile.RequeueAfter(ctx, d)
+			}
+			if msg := w.Spec.Data["terminal"]; msg != "" {
+				return nil, ctrlreconcile.TerminalError(errors.New(msg))
+			}
+			if msg := w.Spec.Data["invalid"]; msg != "" {
+				return nil, reconcile.Invalid("%s", msg)
+			}
+			return graph.New(), nil
+		},
+	}, opts...)
+	return e
+}
+
+// reconcileWith sets the Widget's spec.data and reconciles it once.
+func (e *directEnv) reconcileWith(t *testing.T, data map[string]string) (ctrl.Result, error) {
+	t.Helper()
+	var w testapi.Widget
+	if err := e.c.Get(t.Context(), e.key, &w); err != nil {
+		t.Fatal(err)
+	}
+	w.Spec.Data = data
+	if err := e.c.Update(t.Context(), &w); err != nil {
+		t.Fatal(err)
+	}
+	return e.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: e.key})
 }

@@ -57,6 +57,9 @@ const (
 	ReasonInvalidGraph = "InvalidGraph"
 	// ReasonDeleting: the object is being deleted and waits for its children or its cleanup.
 	ReasonDeleting = "Deleting"
+	// ReasonTerminalError: a hook returned controller-runtime's reconcile.TerminalError: Stalled=True,
+	// not retried until the object changes.
+	ReasonTerminalError = "TerminalError"
 )
 
 // defaultPollInterval is how long a deletion that waits for something without a watch event waits
@@ -128,6 +131,10 @@ type reconcilerConfig struct {
 	everyChildChange bool
 	// deletionConcurrent is WithDeletionConcurrency's number.
 	deletionConcurrent int
+	// interval is WithInterval's.
+	interval time.Duration
+	// controllerOpts are WithControllerOptions'.
+	controllerOpts []func(*controller.Options)
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -190,6 +197,16 @@ func WithOwns(objs ...client.Object) ReconcilerOption {
 // name).
 func WithApplierOptions(opts ...apply.Option) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.applierOpts = append(c.applierOpts, opts...) }
+}
+
+// WithControllerOptions lets f adjust the options of the controller SetupWithManager builds
+// (controller-runtime's controller.Options: ReconciliationTimeout, RecoverPanic, NeedLeaderElection,
+// SkipNameValidation, LogConstructor...), after the Reconciler set its own (MaxConcurrentReconciles,
+// RateLimiter), which f may change too. It may be given several times.
+//
+//	reconcile.WithControllerOptions(func(o *controller.Options) { o.ReconciliationTimeout = time.Minute })
+func WithControllerOptions(f func(*controller.Options)) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.controllerOpts = append(c.controllerOpts, f) }
 }
 
 // WithMaxConcurrentReconciles sets how many objects are reconciled at once (one object is never
@@ -302,6 +319,8 @@ type Reconciler[T Object] struct {
 	observer     ReconcileObserver
 	rateLimiter  workqueue.TypedRateLimiter[ctrl.Request]
 	poll         time.Duration
+	interval     time.Duration
+	ctrlOpts     []func(*controller.Options)
 	maxConc      int
 	// deletionConc is WithDeletionConcurrency's number; gate, set up with the controller when it is
 	// above 0, holds the places of both lanes.
@@ -368,6 +387,8 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		scheme:       mgr.GetScheme(),
 		cache:        mgr.GetCache(),
 		poll:         cfg.pollInterval,
+		interval:     cfg.interval,
+		ctrlOpts:     cfg.controllerOpts,
 		maxConc:      cfg.maxConcurrent,
 		deletionConc: cfg.deletionConcurrent,
 		watches:      cfg.watches,
@@ -472,7 +493,11 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 		return r.initErr
 	}
 	opts := controller.Options{MaxConcurrentReconciles: r.maxConc, RateLimiter: r.rateLimiter}
+	for _, f := range r.ctrlOpts {
+		f(&opts)
+	}
 	if r.deletionConc > 0 {
+		r.maxConc = opts.MaxConcurrentReconciles
 		others := r.concurrency(mgr)
 		r.gate = newWorkerGate(others, r.deletionConc)
 		opts.MaxConcurrentReconciles = others + r.deletionConc
@@ -572,6 +597,13 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if r.initErr != nil {
 		return ctrl.Result{}, r.initErr
 	}
+	ctx, ask := withRequeue(ctx)
+	res, err := r.reconcile(ctx, req)
+	return ask.earliest(res), err
+}
+
+// reconcile is Reconcile's steps.
+func (r *Reconciler[T]) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := loggerOf(ctx)
 	judging := r.wake.judge(req.NamespacedName)
 	defer judging.end()
@@ -744,12 +776,16 @@ func (o outcome) failure() error {
 	return o.err
 }
 
-// failed records err in out as invalid spec or transient error.
+// failed records err in out as invalid spec (an InvalidSpecError, or controller-runtime's
+// TerminalError: either stalls the object) or transient error.
 func (r *Reconciler[T]) failed(out outcome, err error) outcome {
 	var invalid *InvalidSpecError
-	if errors.As(err, &invalid) {
+	switch {
+	case errors.As(err, &invalid):
 		out.invalid = invalid
-	} else {
+	case errors.Is(err, ctrlreconcile.TerminalError(nil)):
+		out.invalid = &InvalidSpecError{Reason: ReasonTerminalError, Err: err}
+	default:
 		out.err = err
 	}
 	return out
@@ -802,7 +838,8 @@ func (r *Reconciler[T]) finish(log logr.Logger, obj T, out outcome, transition b
 			log.Info("invalid spec: stalled until the spec changes", "reason", out.invalid.reason(), "error", out.invalid.Error())
 			r.warn(obj, nil, out.invalid.reason(), "Reconcile", out.invalid.Error())
 		}
-		return ctrl.Result{}, nil
+		// Terminal for controller-runtime: no retry, and its terminal-error metric counts it.
+		return ctrl.Result{}, ctrlreconcile.TerminalError(out.invalid)
 	case out.err != nil:
 		r.metrics.result(resultError)
 		if transition {
@@ -812,13 +849,13 @@ func (r *Reconciler[T]) finish(log logr.Logger, obj T, out outcome, transition b
 	case !out.result.Ready:
 		r.metrics.result(resultWaiting)
 		log.V(1).Info("waiting for children", "waiting", out.result.Waiting)
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: r.nextLook()}, nil
 	default:
 		r.metrics.result(resultReady)
 		if transition {
 			log.Info("ready", "children", len(out.result.Children))
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: r.nextLook()}, nil
 	}
 }
 

@@ -99,7 +99,7 @@ func ExampleNewReconciler() {
 	//   event: Normal ChildrenApplied created ConfigMap default/app-config
 	// again: requeue=false err=<nil> finalizers=[test.convergo.dev/finalizer]
 	//   Ready=True Reconciled: the child is ready
-	// invalid: requeue=false err=<nil> finalizers=[test.convergo.dev/finalizer]
+	// invalid: requeue=false err=terminal error: replicas must be at most 5, got 9 finalizers=[test.convergo.dev/finalizer]
 	//   Ready=False InvalidSpec: replicas must be at most 5, got 9
 	//   Stalled=True InvalidSpec: replicas must be at most 5, got 9
 	//   event: Warning InvalidSpec replicas must be at most 5, got 9

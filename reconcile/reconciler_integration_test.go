@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
@@ -25,10 +27,12 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/internal/testapi"
@@ -966,4 +970,34 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 			t.Errorf("child %s of the deleted suspended Widget: get = %v, want not found", n, err)
 		}
 	}
+}
+
+// TestIntegrationReconcilerControllerOptions: WithControllerOptions reaches controller-runtime's
+// per-controller options: with a LogConstructor of its own, the reconciles log through it.
+func TestIntegrationReconcilerControllerOptions(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	wt := newWidgetTest(t, reconcile.WithControllerOptions(func(o *controller.Options) {
+		o.LogConstructor = func(*ctrlreconcile.Request) logr.Logger { return logger }
+	}))
+	w := wt.create(t, "logged", testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
+	wt.annotateReadyWhenCreated(t, "logged-config")
+	wt.waitWidget(t, w, "Ready", isReady)
+	harness.Eventually(t, waitTimeout, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range lines {
+			if strings.Contains(l, `"msg"="ready"`) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("no reconcile logged through the controller's LogConstructor: %q", lines)
+	})
 }

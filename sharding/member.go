@@ -48,10 +48,17 @@ type memberConfig struct {
 // WithLeaseTimings sets how long a Lease holds without renewal (leaseDuration), how long the member
 // keeps writing after its last successful renewal (renewDeadline, shorter than leaseDuration so that
 // it stops before anyone may take over) and how often it renews (retryPeriod). Defaults: 15 s, 10 s
-// and 2 s, as client-go's leader election.
+// and 2 s, as client-go's leader election; a duration that is not positive keeps its default.
 func WithLeaseTimings(leaseDuration, renewDeadline, retryPeriod time.Duration) MemberOption {
 	return func(c *memberConfig) {
-		c.leaseDuration, c.renewDeadline, c.retryPeriod = leaseDuration, renewDeadline, retryPeriod
+		for _, t := range []struct {
+			to   *time.Duration
+			from time.Duration
+		}{{&c.leaseDuration, leaseDuration}, {&c.renewDeadline, renewDeadline}, {&c.retryPeriod, retryPeriod}} {
+			if t.from > 0 {
+				*t.to = t.from
+			}
+		}
 	}
 }
 

@@ -178,3 +178,24 @@ func TestMemberFence(t *testing.T) {
 		t.Error("Fence of a member never observed: want an error")
 	}
 }
+
+// TestWithLeaseTimings: each timing given replaces its default; one that is not positive (a flag left
+// at zero) keeps it.
+func TestWithLeaseTimings(t *testing.T) {
+	cases := map[string]struct {
+		lease, renew, retry time.Duration
+		want                [3]time.Duration
+	}{
+		"all given":  {lease: 6 * time.Second, renew: 4 * time.Second, retry: time.Second, want: [3]time.Duration{6 * time.Second, 4 * time.Second, time.Second}},
+		"none given": {want: [3]time.Duration{DefaultLeaseDuration, DefaultRenewDeadline, DefaultRetryPeriod}},
+		"one given":  {renew: 5 * time.Second, want: [3]time.Duration{DefaultLeaseDuration, 5 * time.Second, DefaultRetryPeriod}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := NewMember(nil, "ring", "a", "ns", WithLeaseTimings(tc.lease, tc.renew, tc.retry))
+			if diff := cmp.Diff(tc.want, [3]time.Duration{m.cfg.leaseDuration, m.cfg.renewDeadline, m.cfg.retryPeriod}); diff != "" {
+				t.Errorf("timings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

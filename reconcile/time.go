@@ -1,0 +1,69 @@
+package reconcile
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// RequeueAfter asks, from a hook (Children, Status, Cleanup, Failed), that the object be reconciled
+// again after d at the latest, for what no watch event announces: a certificate that expires, an
+// external system polled, a Job running to completion. Several asks keep the earliest; an error returned
+// by the reconcile takes precedence (it is retried with backoff). Outside a Reconciler's reconcile it
+// does nothing.
+//
+//	reconcile.RequeueAfter(ctx, time.Until(cert.NotAfter.Add(-30*24*time.Hour)))
+func RequeueAfter(ctx context.Context, d time.Duration) {
+	if ask, ok := ctx.Value(requeueKey{}).(*requeueAsk); ok && d > 0 {
+		ask.mu.Lock()
+		if ask.after == 0 || d < ask.after {
+			ask.after = d
+		}
+		ask.mu.Unlock()
+	}
+}
+
+// WithInterval makes the Reconciler look at every object again at most d after its last reconcile,
+// jittered by up to a tenth of d so that objects reconciled together spread out (JOSDK's
+// maxReconciliationInterval, Flux's spec.interval): for drift that produces no watch event. Without it,
+// only watch events and RequeueAfter bring an object back. A converged object then costs one reconcile
+// per interval, which reads the cache only.
+func WithInterval(d time.Duration) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.interval = d }
+}
+
+// requeueKey is the context key of a reconcile's requeueAsk.
+type requeueKey struct{}
+
+// requeueAsk is the earliest RequeueAfter the hooks of one reconcile asked for.
+type requeueAsk struct {
+	mu    sync.Mutex
+	after time.Duration
+}
+
+// withRequeue returns ctx carrying a new requeueAsk, and the ask.
+func withRequeue(ctx context.Context) (context.Context, *requeueAsk) {
+	ask := &requeueAsk{}
+	return context.WithValue(ctx, requeueKey{}, ask), ask
+}
+
+// earliest returns res with its RequeueAfter brought forward to the ask's, when the ask is earlier.
+func (a *requeueAsk) earliest(res ctrl.Result) ctrl.Result {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.after > 0 && (res.RequeueAfter == 0 || a.after < res.RequeueAfter) {
+		res.RequeueAfter = a.after
+	}
+	return res
+}
+
+// nextLook returns when a reconciled object is looked at again under WithInterval (0 without it).
+func (r *Reconciler[T]) nextLook() time.Duration {
+	if r.interval <= 0 {
+		return 0
+	}
+	return r.interval - time.Duration(rand.Int64N(int64(r.interval)/10+1))
+}
