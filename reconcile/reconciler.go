@@ -72,12 +72,6 @@ type Object interface {
 	status.Object
 }
 
-// ChildrenFunc builds the graph of obj's desired children from its spec. It is called on every
-// reconcile (and during deletion, to delete in reverse order) and must not modify obj. Return an
-// error made with Invalid for a spec that can never work as it is: the object becomes Stalled and is
-// not retried until its spec changes. Any other error is retried with backoff.
-type ChildrenFunc[T Object] func(ctx context.Context, obj T) (*graph.Graph, error)
-
 // InvalidSpecError reports a spec that cannot be reconciled until it changes. The Reconciler turns it
 // into Stalled=True (with Reason), a Warning event, and no requeue.
 type InvalidSpecError struct {
@@ -267,7 +261,7 @@ func WithPollInterval(d time.Duration) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.pollInterval = d }
 }
 
-// Reconciler is a generic controller for T: it keeps T's children (a Graph built by a ChildrenFunc)
+// Reconciler is a generic controller for T: it keeps T's children (a Graph built by Hooks.Children)
 // applied, prunes the ones no longer declared, reports progress in T's conditions, and on deletion
 // removes the children in reverse order, runs the cleanup hook and only then releases the finalizer.
 //
@@ -298,7 +292,7 @@ type Reconciler[T Object] struct {
 	name     string
 	gvk      schema.GroupVersionKind
 	newObj   func() T
-	children ChildrenFunc[T]
+	children func(context.Context, T) (*graph.Graph, error)
 	client   client.Client
 	scheme   *runtime.Scheme
 	// cache is the manager's, for the controller's sources.
@@ -345,8 +339,12 @@ type Reconciler[T Object] struct {
 // Hooks are the functions a Reconciler calls for T, typed by the compiler: a hook written for another
 // type does not compile. Children is required; Status and Cleanup are optional.
 type Hooks[T Object] struct {
-	// Children builds the graph of obj's desired children from its spec (see ChildrenFunc).
-	Children ChildrenFunc[T]
+	// Children builds the graph of obj's desired children from its spec. It is called on every
+	// reconcile (and during deletion, to delete in reverse order) and must not modify obj. Return an
+	// error made with Invalid (or controller-runtime's TerminalError) for a spec that can never work as
+	// it is: the object becomes Stalled and is not retried until it changes. Any other error is retried
+	// with backoff.
+	Children func(ctx context.Context, obj T) (*graph.Graph, error)
 	// Status fills status fields of obj from the apply result (e.g. readyReplicas from the live
 	// Deployment in res.Child("deployment").Object). It runs after every successful apply; the
 	// Reconciler sets the conditions afterwards and writes the status only if it changed. An error made

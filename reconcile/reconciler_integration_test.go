@@ -70,7 +70,7 @@ const widgetHoldFinalizer = "test.convergo.dev/hold"
 // depends on it and is applied only once the first carries the annotation ready=true (set by the test;
 // with spec.data.edge=creation only its creation waits); plus an optional third one while
 // spec.data.extra is set.
-func widgetChildren(calls *atomic.Int64) reconcile.ChildrenFunc[*testapi.Widget] {
+func widgetChildren(calls *atomic.Int64) func(context.Context, *testapi.Widget) (*graph.Graph, error) {
 	return func(ctx context.Context, w *testapi.Widget) (*graph.Graph, error) {
 		calls.Add(1)
 		if w.Spec.Invalid != "" {
@@ -900,7 +900,7 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 
 	setSuspend(`"true"`)
 	wt.waitWidget(t, w, "Suspended=True", func(w *testapi.Widget) bool {
-		return condition(w, reconcile.ConditionSuspended) == "True/"+reconcile.ReasonSuspended
+		return condition(w, reconcile.ConditionSuspended) == "True/"+reconcile.ConditionSuspended
 	})
 	wt.counter.Reset()
 	got := &testapi.Widget{}
@@ -959,7 +959,7 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 
 	setSuspend(`"true"`)
 	wt.waitWidget(t, w, "suspended again", func(w *testapi.Widget) bool {
-		return condition(w, reconcile.ConditionSuspended) == "True/"+reconcile.ReasonSuspended
+		return condition(w, reconcile.ConditionSuspended) == "True/"+reconcile.ConditionSuspended
 	})
 	if err := wt.client.Delete(t.Context(), w); err != nil {
 		t.Fatal(err)

@@ -435,7 +435,7 @@ func TestNewReconcilerDefaultsAndErrors(t *testing.T) {
 
 	errCases := map[string]struct {
 		mgr      manager.Manager
-		children ChildrenFunc[*testapi.Widget]
+		children func(context.Context, *testapi.Widget) (*graph.Graph, error)
 		opts     []ReconcilerOption
 		want     string
 	}{

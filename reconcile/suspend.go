@@ -31,12 +31,9 @@ import (
 // for a resume would hold the object, and a finalizer dropped without it would orphan its children.
 const SuspendAnnotation = "convergo.dev/suspend"
 
-// ConditionSuspended is the condition type that is True while the object is suspended.
+// ConditionSuspended is the condition type that is True while the object is suspended; it is also the
+// reason of that condition and of Ready=False for a suspended object that was not ready.
 const ConditionSuspended = "Suspended"
-
-// ReasonSuspended is the reason of ConditionSuspended, and of Ready=False for a suspended object that
-// was not ready.
-const ReasonSuspended = "Suspended"
 
 // resultSuspended counts the reconciles of suspended objects.
 const resultSuspended = "suspended"
@@ -61,9 +58,9 @@ func (r *Reconciler[T]) suspend(ctx context.Context, log logr.Logger, obj T) (ct
 		how = "resume it in its spec"
 	}
 	msg := "reconciliation is suspended: the children are left as they are; " + how
-	changed := status.Set(obj, metav1.Condition{Type: ConditionSuspended, Status: metav1.ConditionTrue, Reason: ReasonSuspended, Message: msg})
+	changed := status.Set(obj, metav1.Condition{Type: ConditionSuspended, Status: metav1.ConditionTrue, Reason: ConditionSuspended, Message: msg})
 	if !status.IsTrue(obj, status.Ready) {
-		changed = status.Set(obj, metav1.Condition{Type: status.Ready, Status: metav1.ConditionFalse, Reason: ReasonSuspended, Message: msg}) || changed
+		changed = status.Set(obj, metav1.Condition{Type: status.Ready, Status: metav1.ConditionFalse, Reason: ConditionSuspended, Message: msg}) || changed
 	}
 	changed = status.Remove(obj, status.Reconciling) || changed
 	changed = status.Remove(obj, status.Stalled) || changed

@@ -74,7 +74,7 @@ func waitGCSeesWidgets(t *testing.T) {
 	})
 }
 
-func startOperator(t *testing.T, name string, children reconcile.ChildrenFunc[*testapi.Widget], owns ...client.Object) *harness.RequestCounter {
+func startOperator(t *testing.T, name string, children func(context.Context, *testapi.Widget) (*graph.Graph, error), owns ...client.Object) *harness.RequestCounter {
 	t.Helper()
 	env := harness.Default()
 	counter := harness.NewRequestCounter()
