@@ -585,10 +585,11 @@ func TestIntegrationReconcilerDeletionConcurrency(t *testing.T) {
 			inside--
 			mu.Unlock()
 		}()
-		// Bounded, so that a Reconciler finalizing one Widget at a time still ends (and fails below).
+		// Bounded, so that a Reconciler finalizing one Widget at a time still ends (and fails below);
+		// long, so that a loaded machine's slow reconciles reach it together.
 		select {
 		case <-together:
-		case <-time.After(20 * time.Second):
+		case <-time.After(time.Minute):
 		case <-ctx.Done():
 		}
 		return true, nil
@@ -611,7 +612,7 @@ func TestIntegrationReconcilerDeletionConcurrency(t *testing.T) {
 		}
 	}
 	for _, w := range widgets {
-		harness.WaitForDeletion(t, wt.client, w, time.Minute)
+		harness.WaitForDeletion(t, wt.client, w, 4*time.Minute)
 		err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: w.Name + "-config"}, &corev1.ConfigMap{})
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("%s-config still exists after finalization (get: %v)", w.Name, err)

@@ -78,7 +78,7 @@ func (e *Env) StartManager(t testing.TB, setup func(mgr manager.Manager) error, 
 	var hooks *registeringServer
 	switch {
 	case e.servesWebhooks:
-		mopts.WebhookServer = idleServer{}
+		mopts.WebhookServer = newIdleServer()
 	case e.Webhooks != nil:
 		hooks = &registeringServer{Server: webhook.NewServer(e.WebhookOptions())}
 		mopts.WebhookServer = hooks

@@ -199,11 +199,12 @@ func (e *Env) serveWebhooks(ctx context.Context, cfg *config) error {
 }
 
 // idleServer is the webhook server of a manager started by StartManager while the environment serves
-// the webhooks itself (WithWebhookServer): it takes registrations and serves nothing.
+// the webhooks itself (WithWebhookServer): registrations go to a server that is never started, so it
+// serves nothing.
 type idleServer struct{ webhook.Server }
 
-// Register implements webhook.Server: the environment's server already serves the webhooks.
-func (idleServer) Register(string, http.Handler) {}
+// newIdleServer returns an idleServer.
+func newIdleServer() idleServer { return idleServer{Server: webhook.NewServer(webhook.Options{})} }
 
 // Start implements webhook.Server: it waits for ctx.
 func (idleServer) Start(ctx context.Context) error {
