@@ -35,6 +35,8 @@ type Graph struct {
 	index map[string]*Node
 	errs  []error
 	cfg   config
+	// impliedFor is how many nodes the graph had when addImplied last read their references.
+	impliedFor int
 }
 
 // Node is one named child of a Graph.

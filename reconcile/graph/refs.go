@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,11 +43,14 @@ type ref struct {
 //   - a RoleBinding or ClusterRoleBinding depends on the Role or ClusterRole it binds and the
 //     ServiceAccounts it binds it to.
 //
-// So they exist before it is created, and go after it on deletion. g is valid and acyclic.
+// So they exist before it is created, and go after it on deletion. g is valid and acyclic. Validate
+// runs several times per reconcile (Apply, Delete, Prune, Order call it): the references are read once
+// per set of children, again only after Add.
 func (g *Graph) addImplied() {
-	if g.cfg.explicitOnly {
+	if g.cfg.explicitOnly || g.impliedFor == len(g.nodes) {
 		return
 	}
+	g.impliedFor = len(g.nodes)
 	children := map[ref]*Node{}
 	for _, n := range g.nodes {
 		if kind := kindOf(n.obj); kind != "" {
@@ -66,21 +71,11 @@ func (g *Graph) addImplied() {
 	}
 	for _, n := range g.nodes {
 		for _, r := range refsOf(n.obj, g.nodes) {
-			if to := find(r); to != nil && to != n && !g.dependsOn(n, to.name) && !g.reaches(to, n.name) {
+			if to := find(r); to != nil && to != n && !slices.Contains(n.deps, to.name) && !g.reaches(to, n.name) {
 				n.DependsOnForCreation(to.name)
 			}
 		}
 	}
-}
-
-// dependsOn reports whether n declares a dependency on name.
-func (g *Graph) dependsOn(n *Node, name string) bool {
-	for _, d := range n.deps {
-		if d == name {
-			return true
-		}
-	}
-	return false
 }
 
 // reaches reports whether from depends on target, directly or not.
