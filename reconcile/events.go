@@ -60,19 +60,26 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 		destructive = len(out.pruned) > 0
 	)
 	if out.result != nil {
-		desired := map[string]client.Object{}
+		nodes := map[string]*graph.Node{}
 		if out.graph != nil {
 			for _, n := range out.graph.Nodes() {
-				desired[n.Name()] = n.Object()
+				nodes[n.Name()] = n
 			}
 		}
 		for _, c := range out.result.Children {
 			if c.Operation == "" {
 				continue
 			}
+			if extKind, id, ok := nodes[c.Name].External(); ok {
+				r.metrics.childOperation(extKind, string(c.Operation))
+				if c.Operation != apply.OperationUnchanged {
+					entries = append(entries, noteEntry{verb: noteVerbs[c.Operation], what: extKind + " " + id})
+				}
+				continue
+			}
 			child := c.Object
-			if child == nil {
-				child = desired[c.Name]
+			if child == nil && nodes[c.Name] != nil {
+				child = nodes[c.Name].Object()
 			}
 			kind := r.kindOf(child)
 			r.metrics.childOperation(kind, string(c.Operation))

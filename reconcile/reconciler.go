@@ -118,7 +118,7 @@ type reconcilerConfig struct {
 	changeEvents  bool
 	pollInterval  time.Duration
 	watches       []extraWatch
-	observer      ReconcileObserver
+	observer      reconcileObserver
 	rateLimiter   workqueue.TypedRateLimiter[ctrl.Request]
 	shard         *sharding.Shard
 	// everyChildChange: every child update wakes the owner (WithEveryChildChange).
@@ -129,6 +129,8 @@ type reconcilerConfig struct {
 	interval time.Duration
 	// controllerOpts are WithControllerOptions'.
 	controllerOpts []func(*controller.Options)
+	// summary is WithConditions'.
+	summary *status.Summary
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -310,11 +312,12 @@ type Reconciler[T Object] struct {
 	failedFn     func(context.Context, T, error)
 	owns         []client.Object
 	watches      []extraWatch
-	observer     ReconcileObserver
+	observer     reconcileObserver
 	rateLimiter  workqueue.TypedRateLimiter[ctrl.Request]
 	poll         time.Duration
 	interval     time.Duration
 	ctrlOpts     []func(*controller.Options)
+	summary      *status.Summary
 	maxConc      int
 	// deletionConc is WithDeletionConcurrency's number; gate, set up with the controller when it is
 	// above 0, holds the places of both lanes.
@@ -387,6 +390,7 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		poll:         cfg.pollInterval,
 		interval:     cfg.interval,
 		ctrlOpts:     cfg.controllerOpts,
+		summary:      cfg.summary,
 		maxConc:      cfg.maxConcurrent,
 		deletionConc: cfg.deletionConcurrent,
 		watches:      cfg.watches,
@@ -597,7 +601,10 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	ctx, ask := withRequeue(ctx)
 	res, err := r.reconcile(ctx, req)
-	return ask.earliest(res), err
+	if err != nil {
+		return ctrl.Result{}, err // retried with backoff (or not at all, when terminal)
+	}
+	return ask.earliest(res), nil
 }
 
 // reconcile is Reconcile's steps.
@@ -751,9 +758,19 @@ func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
 	if err != nil {
 		return r.failed(out, err)
 	}
+	RequeueAfter(ctx, jitter(out.result.ObserveAgain)) // external nodes send no watch events
 	if out.result.Ready {
 		if types := r.typesToPrune(obj, g); len(types) > 0 {
 			if out.pruned, err = g.Prune(ctx, r.applier, obj, types...); err != nil {
+				return r.failed(out, err)
+			}
+		}
+		if _, recorded := obj.GetAnnotations()[graph.ExternalAnnotation]; recorded {
+			pruned, err := g.PruneExternal(ctx, r.applier, obj)
+			if len(pruned) > 0 {
+				loggerOf(ctx).Info("pruned external objects", "objects", pruned)
+			}
+			if err != nil {
 				return r.failed(out, err)
 			}
 		}
@@ -789,10 +806,28 @@ func (r *Reconciler[T]) failed(out outcome, err error) outcome {
 	return out
 }
 
-// setConditions sets Ready / Reconciling / Stalled from the outcome and reports whether they changed.
+// setConditions sets Ready / Reconciling / Stalled from the outcome and, under WithConditions, from
+// the author's conditions too, and reports whether the conditions changed.
 func (r *Reconciler[T]) setConditions(obj T, out outcome) bool {
-	resumed := status.Remove(obj, ConditionSuspended)
-	return r.setOutcome(obj, out) || resumed
+	before := slices.Clone(obj.GetConditions())
+	status.Remove(obj, ConditionSuspended)
+	r.setOutcome(obj, out)
+	if r.summary != nil {
+		s := *r.summary
+		if ready := status.Get(obj, status.Ready); ready != nil && ready.Status == metav1.ConditionTrue {
+			s.Reason, s.Message = ready.Reason, ready.Message
+		}
+		status.Summarize(obj, s)
+	}
+	// Ready was set twice: a status it held before and holds again keeps its transition time.
+	conds := slices.Clone(obj.GetConditions())
+	for i, c := range conds {
+		if j := slices.IndexFunc(before, func(b metav1.Condition) bool { return b.Type == c.Type }); j >= 0 && before[j].Status == c.Status {
+			conds[i].LastTransitionTime = before[j].LastTransitionTime
+		}
+	}
+	obj.SetConditions(conds)
+	return !reflect.DeepEqual(before, conds)
 }
 
 // setOutcome sets Ready / Reconciling / Stalled from the outcome and reports whether they changed.
@@ -955,6 +990,11 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 		rest, err := r.applier.DeleteOwned(ctx, obj, mayHold, typesToDelete...)
 		return ownedResult(res.Deleted, rest), err
 	}
+	if recorded := obj.GetAnnotations()[graph.ExternalAnnotation]; recorded != "" {
+		// Without the graph, nothing knows how to delete them: wait, finalizer in place.
+		return &graph.DeleteResult{Waiting: []string{"external objects " + recorded}},
+			fmt.Errorf("the owner holds external objects (%s) that only its children graph can delete, and the graph cannot be built: fix the spec or the Children hook", graph.ExternalAnnotation)
+	}
 	rest, err := r.applier.DeleteOwned(ctx, obj, nil, typesToDelete...)
 	return ownedResult(nil, rest), err
 }
@@ -1037,6 +1077,9 @@ func (r *Reconciler[T]) typesToPrune(owner T, g *graph.Graph) []client.Object {
 	declared := map[schema.GroupKind]int{}
 	unseen := map[schema.GroupKind]bool{}
 	for _, n := range g.Nodes() {
+		if n.Object() == nil {
+			continue // an external node
+		}
 		gvk, err := apiutil.GVKForObject(n.Object(), r.scheme)
 		if err != nil {
 			return all // Prune reports it

@@ -135,6 +135,9 @@ func (r *Reconciler[T]) labelChildren(g *graph.Graph) {
 	}
 	key, me := r.shard.Label()
 	for _, n := range g.Nodes() {
+		if n.Object() == nil {
+			continue // an external node
+		}
 		l := n.Object().GetLabels()
 		if l == nil {
 			l = map[string]string{}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/convergo-dev/convergo/status"
 )
 
 // RequeueAfter asks, from a hook (Children, Status, Cleanup, Failed), that the object be reconciled
@@ -65,5 +67,27 @@ func (r *Reconciler[T]) nextLook() time.Duration {
 	if r.interval <= 0 {
 		return 0
 	}
-	return r.interval - time.Duration(rand.Int64N(int64(r.interval)/10+1))
+	return jitter(r.interval)
+}
+
+// jitter returns d shortened by up to a tenth, at random, so that objects looked at together spread
+// out; 0 stays 0.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - time.Duration(rand.Int64N(int64(d)/10+1))
+}
+
+// WithConditions makes conditions the hooks set (in Status or Failed) feed Ready, as declared in s:
+// s.Conditions are True when good, s.NegativePolarity True when bad (Degraded). After the children's
+// outcome sets Ready / Reconciling / Stalled, Ready is derived as status.Summarize does: Stalled first,
+// then the first of the author's conditions that is not good (Ready=False, or Unknown for one not
+// reported yet or observed at an older generation, with its reason and "<Type>: <message>"), then
+// Reconciling; Ready=True only when all are good. s.Reason and s.Message are replaced by the
+// Reconciler's own.
+//
+//	reconcile.WithConditions(status.Summary{Conditions: []string{"CredentialsValid"}, NegativePolarity: []string{"Degraded"}})
+func WithConditions(s status.Summary) ReconcilerOption {
+	return func(c *reconcilerConfig) { c.summary = &s }
 }

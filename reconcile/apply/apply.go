@@ -643,3 +643,13 @@ func isImmutableMessage(msg string) bool {
 	}
 	return false
 }
+
+// MayWrite reports whether the Applier may write now: the error of its write guard (WithWriteGuard),
+// nil without one. Callers that write elsewhere on the Applier's behalf (the external nodes of a
+// graph) ask it before each write.
+func (a *Applier) MayWrite() error {
+	if a.cfg.guard == nil {
+		return nil
+	}
+	return a.cfg.guard()
+}

@@ -49,6 +49,13 @@ func (n *Node) DeletionPropagation(p metav1.DeletionPropagation) *Node {
 // setDeletionPolicy records value as the node object's apply.DeletionPolicyAnnotation (removes it when empty),
 // on a copy of the annotations map, which the caller may share between objects.
 func (n *Node) setDeletionPolicy(value string) {
+	if n.ext != nil {
+		n.ext.keep, n.ext.badPolicy = value == apply.DeletionPolicyKeep, ""
+		if value != "" && value != apply.DeletionPolicyKeep {
+			n.ext.badPolicy = value
+		}
+		return
+	}
 	if n.obj == nil || reflect.ValueOf(n.obj).IsNil() {
 		return // Validate reports the missing object
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,12 +48,16 @@ type Node struct {
 	ready ReadyCheck
 	// creationOnly holds the dependencies that gate only the node's creation (DependsOnForCreation).
 	creationOnly map[string]bool
+	// ext is set for an external node (AddExternal); obj is then nil.
+	ext *externalNode
+	// adoptOnChild: AdoptExisting was called on a cluster child, which Validate refuses.
+	adoptOnChild bool
 }
 
 // Name returns the node's name.
 func (n *Node) Name() string { return n.name }
 
-// Object returns the node's desired object.
+// Object returns the node's desired object (nil for an external node).
 func (n *Node) Object() client.Object { return n.obj }
 
 // Readiness returns the node's ReadyWhen check (nil when it has none: ready once it exists).
@@ -154,6 +159,20 @@ func (g *Graph) Validate() error {
 	}
 	seen := map[string]string{}
 	for _, n := range g.nodes {
+		if n.ext != nil {
+			if err := validateExternal(n); err != nil {
+				return err
+			}
+			id := fmt.Sprintf("external %s %s", n.ext.ops.kind, n.ext.id)
+			if other, dup := seen[id]; dup {
+				return fmt.Errorf("%w: children %q and %q declare the same object %s", ErrInvalidGraph, other, n.name, id)
+			}
+			seen[id] = n.name
+			continue
+		}
+		if n.adoptOnChild {
+			return fmt.Errorf("%w: child %q: AdoptExisting is for external nodes; a cluster child is adopted with apply.WithAdoptOrphans", ErrInvalidGraph, n.name)
+		}
 		if n.obj == nil || reflect.ValueOf(n.obj).IsNil() {
 			return fmt.Errorf("%w: child %q has no object", ErrInvalidGraph, n.name)
 		}
@@ -343,6 +362,11 @@ type Result struct {
 	Waiting []string
 	// Ready is true when every child is applied and ready.
 	Ready bool
+	// ObserveAgain is when the external nodes this Apply observed ask to be observed again: the
+	// shortest interval among them (see Node.ObserveEvery), shorter for one that is not ready. Zero
+	// when the graph has no external node that was observed; no watch event announces their changes,
+	// so a caller requeues the owner after it (the Reconciler does, jittered).
+	ObserveAgain time.Duration
 }
 
 // Child returns the result of the named child, or nil.
@@ -388,11 +412,12 @@ func (g *Graph) Apply(ctx context.Context, a *apply.Applier, owner client.Object
 		waiting = make([][]string, len(order))
 		errs    = make([]error, len(order))
 		failed  atomic.Bool
+		rec     = newRecord(a, owner)
 	)
 	inDependencyOrder(deps, func(i int) { // results[j] of each dependency j is final
 		n := g.index[order[i]]
 		results[i].Name = n.name
-		exists := sync.OnceValue(func() bool { return a.Exists(ctx, owner, n.obj) })
+		exists := sync.OnceValue(func() bool { return g.exists(ctx, a, owner, n) })
 		for k, d := range n.deps {
 			if dr := results[deps[i][k]]; !dr.Ready && !(n.creationOnly[d] && exists()) {
 				results[i].Reason = fmt.Sprintf("waiting for %s", d)
@@ -403,11 +428,13 @@ func (g *Graph) Apply(ctx context.Context, a *apply.Applier, owner client.Object
 		case results[i].Reason != "":
 		case failed.Load():
 			results[i].Reason = "not applied: applying another child failed"
+		case n.ext != nil:
+			results[i], waiting[i], errs[i] = g.applyExternal(ctx, rec, n)
 		default:
 			results[i], waiting[i], errs[i] = applyChild(ctx, a, owner, n)
-			if errs[i] != nil {
-				failed.Store(true)
-			}
+		}
+		if errs[i] != nil {
+			failed.Store(true)
 		}
 	})
 	res := &Result{Ready: true, Children: results}
@@ -416,8 +443,23 @@ func (g *Graph) Apply(ctx context.Context, a *apply.Applier, owner client.Object
 		if !cr.Ready {
 			res.Ready = false
 		}
+		if n := g.index[cr.Name]; n.ext != nil && (cr.Applied || errs[i] != nil) {
+			if d := n.ext.observeAgain(cr.Ready); res.ObserveAgain == 0 || d < res.ObserveAgain {
+				res.ObserveAgain = d
+			}
+		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// exists reports whether n's object exists (for a creation-only dependency): the Applier's answer
+// for a cluster child, Observe's for an external node (an error counts as missing).
+func (g *Graph) exists(ctx context.Context, a *apply.Applier, owner client.Object, n *Node) bool {
+	if n.ext == nil {
+		return a.Exists(ctx, owner, n.obj)
+	}
+	obs, err := n.ext.ops.observe(ctx, n.ext.id)
+	return err == nil && obs.Exists
 }
 
 // ordered returns the children in topological order (see Order) and, for each, the positions in that
@@ -585,12 +627,19 @@ func (g *Graph) Delete(ctx context.Context, a *apply.Applier, owner client.Objec
 		steps = make([]apply.DeleteStep, len(order))
 		gone  = make([]bool, len(order))
 		errs  = make([]error, len(order))
+		rec   = newRecord(a, owner)
 	)
 	inDependencyOrder(dependents, func(i int) { // gone[j] of each dependent j is final
 		for _, j := range dependents[i] {
 			if !gone[j] {
 				return // held back by a dependent that still exists
 			}
+		}
+		if e := g.index[order[i]].ext; e != nil {
+			if gone[i], errs[i] = deleteExternal(ctx, rec, e.ops, e.id, e.keep); errs[i] != nil {
+				errs[i] = fmt.Errorf("delete external node %q (%s %s): %w", order[i], e.ops.kind, e.id, errs[i])
+			}
+			return
 		}
 		steps[i], errs[i] = a.Delete(ctx, owner, g.index[order[i]].obj)
 		if errs[i] != nil {
@@ -607,7 +656,20 @@ func (g *Graph) Delete(ctx context.Context, a *apply.Applier, owner client.Objec
 		if steps[i].Live != nil && errs[i] == nil {
 			res.Waiting = append(res.Waiting, order[i]+": "+a.Describe(steps[i].Live))
 		}
+		if e := g.index[order[i]].ext; e != nil && !gone[i] && errs[i] == nil && g.due(i, dependents, gone) {
+			res.Waiting = append(res.Waiting, fmt.Sprintf("%s: %s %s", order[i], e.ops.kind, e.id))
+		}
 		res.Done = res.Done && gone[i]
+	}
+	if res.Done && errors.Join(errs...) == nil {
+		// Every declared child is gone: then the external objects recorded on the owner that the
+		// graph no longer declares (a spec changed their identity).
+		left, _, err := g.deleteUndeclared(ctx, rec, false)
+		if err != nil {
+			return res, err
+		}
+		res.Waiting = append(res.Waiting, left...)
+		res.Done = len(left) == 0
 	}
 	if len(res.Waiting) > 0 {
 		logf.FromContext(ctx).V(1).Info("waiting for children to be deleted", "waiting", res.Waiting)
@@ -627,9 +689,11 @@ func (g *Graph) Prune(ctx context.Context, a *apply.Applier, owner client.Object
 	if len(types) == 0 {
 		types = g.Types()
 	}
-	declared := make([]client.Object, len(g.nodes))
-	for i, n := range g.nodes {
-		declared[i] = n.obj
+	var declared []client.Object
+	for _, n := range g.nodes {
+		if n.ext == nil {
+			declared = append(declared, n.obj)
+		}
 	}
 	return a.Prune(ctx, owner, declared, types...)
 }

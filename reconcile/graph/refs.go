@@ -18,6 +18,8 @@ type Option func(*config)
 type config struct {
 	// explicitOnly: no implied dependencies (WithoutImpliedDependencies).
 	explicitOnly bool
+	// externalKinds are WithExternalKinds'.
+	externalKinds []externalOps
 }
 
 // WithoutImpliedDependencies turns off the dependencies a Graph reads from its children's specs (see
@@ -53,6 +55,9 @@ func (g *Graph) addImplied() {
 	g.impliedFor = len(g.nodes)
 	children := map[ref]*Node{}
 	for _, n := range g.nodes {
+		if n.ext != nil {
+			continue // external nodes state no references
+		}
 		if kind := kindOf(n.obj); kind != "" {
 			children[ref{kind, n.obj.GetNamespace(), n.obj.GetName()}] = n
 		}
@@ -70,6 +75,9 @@ func (g *Graph) addImplied() {
 		return nil
 	}
 	for _, n := range g.nodes {
+		if n.ext != nil {
+			continue
+		}
 		for _, r := range refsOf(n.obj, g.nodes) {
 			if to := find(r); to != nil && to != n && !slices.Contains(n.deps, to.name) && !g.reaches(to, n.name) {
 				n.DependsOnForCreation(to.name)

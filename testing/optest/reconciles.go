@@ -44,7 +44,7 @@ func (r Reconcile) String() string {
 }
 
 // Reconciles records, per object, the reconciles of a controller: when each started and finished, and
-// what it returned. Its method Observe is a reconcile.ReconcileObserver; give it to the controller with
+// what it returned. Give its method Observe to the controller with
 // reconcile.WithReconcileObserver(recs.Observe) (StartOperator does). A test then waits for a
 // reconcile of a given object that started after a point it chose (Mark, WaitFor), which an earlier
 // queued reconcile or one of another object cannot satisfy, as a count of reconciles can.
@@ -62,7 +62,7 @@ type Reconciles struct {
 func NewReconciles() *Reconciles { return &Reconciles{} }
 
 // Observe records the start of a reconcile of req and returns the function that records its end. It
-// is a reconcile.ReconcileObserver and runs on the controller's worker goroutine.
+// is what reconcile.WithReconcileObserver takes, and runs on the controller's worker goroutine.
 //
 // While an Operator.ReconcileAfter for req's object is running its write, Observe waits for the write
 // to return (or ctx to end) before it records the start, so that it can tell whether the reconcile

@@ -109,7 +109,7 @@ func restart(b *testing.B, env *harness.Env) (first, last time.Duration) {
 
 // startWelcomes starts a Welcome manager as the example's main sets it up, with observe (if not nil)
 // around each reconcile, and returns the function that stops it.
-func startWelcomes(b *testing.B, env *harness.Env, observe reconcile.ReconcileObserver) (stop func()) {
+func startWelcomes(b *testing.B, env *harness.Env, observe func(context.Context, ctrl.Request) func(ctrl.Result, error)) (stop func()) {
 	b.Helper()
 	opts := manager.Options{
 		Scheme:                 env.Scheme,

@@ -1,0 +1,167 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/convergo-dev/convergo/reconcile/apply"
+)
+
+// ExternalAnnotation, on an owner, records the external objects its graph created or adopted, as a
+// JSON list of {"node", "kind", "id", "keep"} (keep only when true): the identity of each is written
+// there before the object is created, so it survives a crash, a restart and a spec change, and pruning
+// and deletion find every object the owner may hold outside the cluster. The graph removes an entry
+// once its object is confirmed gone (or released); do not edit it by hand.
+const ExternalAnnotation = "convergo.dev/external"
+
+// entry is one external object recorded on an owner.
+type entry struct {
+	Node string `json:"node"`
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	Keep bool   `json:"keep,omitempty"`
+}
+
+// record is an owner's ExternalAnnotation, read once per Graph call and written through the Applier's
+// client (a merge patch of the owner's annotations, guarded by its resourceVersion). The owner's
+// annotations and resourceVersion are updated in place with every write; nothing else of it is
+// touched, so other steps may read the owner meanwhile.
+type record struct {
+	mu      sync.Mutex
+	a       *apply.Applier
+	owner   client.Object
+	entries []entry
+	err     error
+}
+
+// newRecord reads owner's record.
+func newRecord(a *apply.Applier, owner client.Object) *record {
+	r := &record{a: a, owner: owner}
+	r.entries, r.err = readRecord(owner)
+	return r
+}
+
+// readRecord decodes owner's ExternalAnnotation.
+func readRecord(owner client.Object) ([]entry, error) {
+	v, ok := owner.GetAnnotations()[ExternalAnnotation]
+	if !ok || v == "" {
+		return nil, nil
+	}
+	var entries []entry
+	if err := json.Unmarshal([]byte(v), &entries); err != nil {
+		return nil, fmt.Errorf("annotation %s of the owner is not the list the graph writes (%w): restore it from the owner's history; removing it would leave its external objects unmanaged", ExternalAnnotation, err)
+	}
+	return entries, nil
+}
+
+func (r *record) uid() string { return string(r.owner.GetUID()) }
+
+// has reports whether the record names the object id of kind.
+func (r *record) has(kind, id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.find(kind, id) >= 0
+}
+
+// keep reports whether the record marks the object id of kind as kept.
+func (r *record) keep(kind, id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.find(kind, id)
+	return i >= 0 && r.entries[i].Keep
+}
+
+func (r *record) find(kind, id string) int {
+	return slices.IndexFunc(r.entries, func(e entry) bool { return e.Kind == kind && e.ID == id })
+}
+
+// list returns a copy of the entries.
+func (r *record) list() []entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.entries)
+}
+
+// add records e (replacing the entry of the same object) and writes the record; it writes nothing when
+// the record holds e already.
+func (r *record) add(ctx context.Context, e entry) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	next := slices.Clone(r.entries)
+	if i := r.find(e.Kind, e.ID); i >= 0 {
+		if next[i] == e {
+			return nil
+		}
+		next[i] = e
+	} else {
+		next = append(next, e)
+	}
+	return r.write(ctx, next)
+}
+
+// remove drops the entry of the object id of kind and writes the record.
+func (r *record) remove(ctx context.Context, kind, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	i := r.find(kind, id)
+	if i < 0 {
+		return nil
+	}
+	return r.write(ctx, slices.Delete(slices.Clone(r.entries), i, i+1))
+}
+
+// write patches the owner's ExternalAnnotation to entries (removes it when empty), guarded by the
+// owner's resourceVersion, and updates the owner's annotations and resourceVersion. Called with r.mu
+// held.
+func (r *record) write(ctx context.Context, entries []entry) error {
+	if err := r.a.MayWrite(); err != nil {
+		return err
+	}
+	var value any // nil removes the annotation
+	if len(entries) > 0 {
+		b, err := json.Marshal(entries)
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", ExternalAnnotation, err)
+		}
+		value = string(b)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": r.owner.GetResourceVersion(),
+		"annotations":     map[string]any{ExternalAnnotation: value},
+	}})
+	if err != nil {
+		return fmt.Errorf("encode %s patch: %w", ExternalAnnotation, err)
+	}
+	written, ok := r.owner.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("copy of %T is not a client.Object: generate DeepCopyObject for the type", r.owner)
+	}
+	rvBefore := r.owner.GetResourceVersion()
+	if err := r.a.Client().Patch(ctx, written, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("write %s on the owner: %w", ExternalAnnotation, err)
+	}
+	if gvk, err := apiutil.GVKForObject(r.owner, r.a.Scheme()); err == nil {
+		r.a.RememberWrite(gvk.GroupKind(), rvBefore, written)
+	}
+	r.owner.SetAnnotations(maps.Clone(written.GetAnnotations()))
+	r.owner.SetResourceVersion(written.GetResourceVersion())
+	r.entries = entries
+	return nil
+}
+
+// mayWrite reports whether the Applier may write (a sharded controller's member still holds the owner).
+func (r *record) mayWrite() error { return r.a.MayWrite() }
