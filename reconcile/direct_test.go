@@ -3,11 +3,14 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -271,4 +274,146 @@ func (e *directEnv) reconcileWith(t *testing.T, data map[string]string) (ctrl.Re
 		t.Fatal(err)
 	}
 	return e.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: e.key})
+}
+
+// TestWithConditions: conditions the Status hook sets feed Ready, each with its declared polarity;
+// Ready=True only when the children are ready and every one of them is good, and a reconcile that
+// changes nothing writes nothing (Ready set twice keeps its transition time).
+func TestWithConditions(t *testing.T) {
+	cases := map[string]struct {
+		data map[string]string // "valid" and "degraded": the statuses the Status hook sets
+		want []string
+	}{
+		"all good":              {data: map[string]string{"valid": "True", "degraded": "False"}, want: []string{"CredentialsValid=True/Checked", "Degraded=False/Checked", "Ready=True/Reconciled"}},
+		"positive one is bad":   {data: map[string]string{"valid": "False", "degraded": "False"}, want: []string{"CredentialsValid=False/Checked", "Degraded=False/Checked", "Ready=False/Checked"}},
+		"negative one is bad":   {data: map[string]string{"valid": "True", "degraded": "True"}, want: []string{"CredentialsValid=True/Checked", "Degraded=True/Checked", "Ready=False/Checked"}},
+		"positive not reported": {data: map[string]string{"degraded": "False"}, want: []string{"Degraded=False/Checked", "Ready=Unknown/CredentialsValidNotReported"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newDirectEnv(t)
+			e.r = reconcile.NewDirect(e.c, e.c, e.c.Scheme(), reconcile.Hooks[*testapi.Widget]{
+				Children: func(context.Context, *testapi.Widget) (*graph.Graph, error) { return graph.New(), nil },
+				Status: func(_ context.Context, w *testapi.Widget, _ *graph.Result) error {
+					for key, typ := range map[string]string{"valid": "CredentialsValid", "degraded": "Degraded"} {
+						if s := w.Spec.Data[key]; s != "" {
+							status.Set(w, metav1.Condition{Type: typ, Status: metav1.ConditionStatus(s), Reason: "Checked"})
+						}
+					}
+					return nil
+				},
+			}, reconcile.WithConditions(status.Summary{Conditions: []string{"CredentialsValid"}, NegativePolarity: []string{"Degraded"}}))
+			w := e.reconcile(t, tc.data)
+			// conditions are sorted by type for the comparison: the hook sets them in map order
+			got := conditions(w)
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.want))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			rv := w.ResourceVersion
+			if _, err := e.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: e.key}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.c.Get(t.Context(), e.key, w); err != nil {
+				t.Fatal(err)
+			}
+			if w.ResourceVersion != rv {
+				t.Errorf("a reconcile that changes nothing wrote the status: resourceVersion %s -> %s", rv, w.ResourceVersion)
+			}
+		})
+	}
+}
+
+// memThings is an in-memory external system for the Reconciler's tests: things by name with their
+// owner mark; down makes every call fail.
+type memThings struct {
+	owner map[string]string
+	down  error
+}
+
+func (m *memThings) Kind() string { return "mem.thing" }
+
+func (m *memThings) Observe(_ context.Context, id, _ string) (graph.Observation, error) {
+	if m.down != nil {
+		return graph.Observation{}, m.down
+	}
+	o, ok := m.owner[id]
+	return graph.Observation{Exists: ok, Owner: o, UpToDate: ok, Ready: ok}, nil
+}
+
+func (m *memThings) Apply(_ context.Context, id, _, owner string) error {
+	if m.down != nil {
+		return m.down
+	}
+	m.owner[id] = owner
+	return nil
+}
+
+func (m *memThings) Delete(_ context.Context, id string) error {
+	if m.down != nil {
+		return m.down
+	}
+	delete(m.owner, id)
+	return nil
+}
+
+// TestReconcilerExternalNode: an external node is created, the object is looked at again within the
+// node's interval (no watch event comes from outside the cluster), an unreachable system makes the
+// object Reconciling with the node and the error named, and a deletion keeps the finalizer until the
+// external object is gone.
+func TestReconcilerExternalNode(t *testing.T) {
+	e := newDirectEnv(t)
+	things := &memThings{owner: map[string]string{}}
+	e.r = reconcile.NewDirect(e.c, e.c, e.c.Scheme(), reconcile.Hooks[*testapi.Widget]{
+		Children: func(_ context.Context, w *testapi.Widget) (*graph.Graph, error) {
+			g := graph.New()
+			graph.AddExternal(g, "db", things, w.Name+"-db", "v1").ObserveEvery(5 * time.Minute)
+			return g, nil
+		},
+	})
+	reconcileOnce := func() (ctrl.Result, error, *testapi.Widget) {
+		res, err := e.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: e.key})
+		var w testapi.Widget
+		if err := e.c.Get(t.Context(), e.key, &w); err != nil {
+			t.Fatal(err)
+		}
+		return res, err, &w
+	}
+	res, err, w := reconcileOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if things.owner["w-db"] != "uid-w" || !status.IsReady(w) {
+		t.Errorf("after the first reconcile: things %v, conditions %v", things.owner, conditions(w))
+	}
+	if res.RequeueAfter <= 4*time.Minute || res.RequeueAfter > 5*time.Minute {
+		t.Errorf("RequeueAfter = %v, want within the node's interval of 5m", res.RequeueAfter)
+	}
+
+	things.down = errors.New("connection refused")
+	if _, err, w = reconcileOnce(); err == nil {
+		t.Error("reconcile while the system is down returned no error (no retry with backoff)")
+	}
+	if c := status.Get(w, status.Reconciling); c == nil || c.Reason != reconcile.ReasonReconcileError ||
+		!strings.Contains(c.Message, `external node "db" (mem.thing w-db): observe: connection refused`) {
+		t.Errorf("Reconciling while down = %+v", c)
+	}
+
+	if err := e.c.Delete(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	if _, err, w = reconcileOnce(); err == nil || len(w.Finalizers) == 0 {
+		t.Errorf("deletion while the system is down: err %v, finalizers %v: want an error and the finalizer kept", err, w.Finalizers)
+	}
+	things.down = nil
+	if _, err := e.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: e.key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := things.owner["w-db"]; ok {
+		t.Error("the external object outlived its owner")
+	}
+	if err := e.c.Get(t.Context(), e.key, &testapi.Widget{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the owner is not gone once the external object is: %v", err)
+	}
 }

@@ -349,7 +349,7 @@ func TestPruneExternal(t *testing.T) {
 	}
 	// The spec renames the database and drops the cache; kinds of no declared node come from
 	// WithExternalKinds.
-	g = New(WithExternalKinds[string](f.s))
+	g = New(WithExternalKinds(External[string](f.s)))
 	AddExternal(g, "db", f.s, "db-2", "v1")
 	res, err := g.Apply(t.Context(), f.a, f.owner)
 	if err != nil || !res.Ready {
