@@ -15,7 +15,7 @@ TEST_FLAGS    ?=
 # What tests keep (t.ArtifactDir, such as the Welcome page's screenshots): $(TEST_OUTPUT)/_artifacts.
 TEST_OUTPUT   ?= $(CURDIR)/test-output
 ARGS          ?=
-EXAMPLES      := memcached welcome
+EXAMPLES      := memcached welcome database
 
 .PHONY: help
 help: ## Show this help.

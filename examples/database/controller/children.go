@@ -1,0 +1,120 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convergo-dev/convergo/examples/database/api/v1alpha1"
+	"github.com/convergo-dev/convergo/reconcile/graph"
+)
+
+// Node names of a Database's graph.
+const (
+	NodeRole     = "role"
+	NodeDatabase = "database"
+	NodeSecret   = "credentials"
+	// grantNode prefixes the node of each grant, "grant:<role>".
+	grantNode = "grant:"
+)
+
+// Secret keys.
+const (
+	KeyUsername = "username"
+	KeyPassword = "password"
+	KeyHost     = "host"
+	KeyPort     = "port"
+	KeyDatabase = "database"
+	KeyURI      = "uri"
+)
+
+// DatabaseName returns the PostgreSQL name of db's database (and of its role): spec.databaseName,
+// else "<namespace>_<name>" with "-" replaced by "_".
+func DatabaseName(db *v1alpha1.Database) string {
+	if db.Spec.DatabaseName != "" {
+		return db.Spec.DatabaseName
+	}
+	return strings.ReplaceAll(db.Namespace+"_"+db.Name, "-", "_")
+}
+
+// SecretName returns the name of db's credentials Secret.
+func SecretName(db *v1alpha1.Database) string { return db.Name + "-credentials" }
+
+// children builds a Database's graph: the role, the database owned by it, one grant per spec.grants
+// entry, and the credentials Secret once the database is ready. With deletionPolicy Retain the role,
+// the database and the Secret are kept when the Database goes (grants are not: they are revoked).
+type children struct {
+	server Server
+	reader client.Reader // the manager's cached client
+	api    client.Reader // the manager's API reader
+}
+
+func (c *children) build(ctx context.Context, db *v1alpha1.Database) (*graph.Graph, error) {
+	name := DatabaseName(db)
+	password, err := c.password(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	g := graph.New(graph.WithExternalKinds[GrantState](Grants{Pool: c.server.Pool}))
+	every := c.server.Interval
+	retain := db.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRetain
+	role := graph.AddExternal(g, NodeRole, Roles{Pool: c.server.Pool}, name, RoleState{Password: password}).ObserveEvery(every)
+	database := graph.AddExternal(g, NodeDatabase, Databases{Pool: c.server.Pool}, name, DatabaseState{Owner: name}).
+		DependsOn(NodeRole).ObserveEvery(every)
+	for _, gr := range db.Spec.Grants {
+		graph.AddExternal(g, grantNode+gr.Role, Grants{Pool: c.server.Pool}, GrantID(name, gr.Role), GrantState{Privileges: gr.Privileges}).
+			DependsOn(NodeDatabase).ObserveEvery(every)
+	}
+	secret := g.Add(NodeSecret, c.secret(db, name, password)).DependsOn(NodeDatabase)
+	if retain {
+		role.KeepOnDelete()
+		database.KeepOnDelete()
+		secret.KeepOnDelete()
+	}
+	return g, nil
+}
+
+// password returns the password in db's Secret, read from the cache, else (the cache may lag) from the
+// API server, else a new one.
+func (c *children) password(ctx context.Context, db *v1alpha1.Database) (string, error) {
+	key := client.ObjectKey{Namespace: db.Namespace, Name: SecretName(db)}
+	for _, r := range []client.Reader{c.reader, c.api} {
+		var s corev1.Secret
+		err := r.Get(ctx, key, &s)
+		switch {
+		case err == nil && len(s.Data[KeyPassword]) > 0:
+			return string(s.Data[KeyPassword]), nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return "", fmt.Errorf("read secret %s: %w", key, err)
+		}
+	}
+	return rand.Text(), nil
+}
+
+// secret returns db's credentials Secret.
+func (c *children) secret(db *v1alpha1.Database, name, password string) *corev1.Secret {
+	port := strconv.Itoa(c.server.Port)
+	uri := url.URL{Scheme: "postgresql", User: url.UserPassword(name, password),
+		Host: net.JoinHostPort(c.server.Host, port), Path: "/" + name, RawQuery: "sslmode=" + c.server.sslMode()}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: SecretName(db)},
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			KeyUsername: []byte(name),
+			KeyPassword: []byte(password),
+			KeyHost:     []byte(c.server.Host),
+			KeyPort:     []byte(port),
+			KeyDatabase: []byte(name),
+			KeyURI:      []byte(uri.String()),
+		},
+	}
+}

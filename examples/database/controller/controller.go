@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/convergo-dev/convergo/examples/database/api/v1alpha1"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/childcache"
+	"github.com/convergo-dev/convergo/reconcile/graph"
+)
+
+const (
+	// Name is the controller's name: its field manager, the source of its events and the managed-by
+	// label of its children.
+	Name = "database-operator"
+	// Finalizer holds a Database until its grants, database and role are gone from PostgreSQL (or
+	// released, under deletionPolicy Retain) and its Secret is deleted.
+	Finalizer = "db.convergo.dev/finalizer"
+)
+
+// +kubebuilder:rbac:groups=db.convergo.dev,resources=databases,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=db.convergo.dev,resources=databases/status,verbs=patch
+// +kubebuilder:rbac:groups=db.convergo.dev,resources=databases/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Server is the PostgreSQL server the operator manages databases on.
+type Server struct {
+	// Pool connects as a role that may create roles and databases (a superuser, or one with
+	// CREATEROLE and CREATEDB).
+	Pool *pgxpool.Pool
+	// Host and Port are where applications reach the server: they go into the credentials Secrets.
+	Host string
+	Port int
+	// SSLMode is the sslmode of the URI in the Secrets; default "prefer".
+	SSLMode string
+	// Interval is how often each Database's PostgreSQL objects are observed again for drift: a
+	// dropped role, a changed password, a revoked grant is repaired within it. Default
+	// graph.DefaultObserveInterval (one minute).
+	Interval time.Duration
+}
+
+func (s Server) sslMode() string {
+	if s.SSLMode == "" {
+		return "prefer"
+	}
+	return s.SSLMode
+}
+
+// CacheOptions sets the manager's cache options for this controller: of Secrets, only this
+// operator's children are cached (childcache.Configure).
+func CacheOptions(opts *cache.Options) {
+	childcache.Configure(opts, &corev1.Secret{})
+}
+
+// Setup returns the function that registers the Database controller with a manager, managing
+// databases on server, with opts applied after the controller's own reconciler options.
+//
+//	err := controller.Setup(controller.Server{Pool: pool, Host: "db.example", Port: 5432})(mgr)
+func Setup(server Server, opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error {
+		if server.Pool == nil {
+			return fmt.Errorf("set up database controller: Server.Pool is nil: connect with pgxpool.New first")
+		}
+		if server.Interval <= 0 {
+			server.Interval = graph.DefaultObserveInterval
+		}
+		c := &children{server: server, reader: mgr.GetClient(), api: mgr.GetAPIReader()}
+		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Database]{
+			Children:  c.build,
+			Status:    fillStatus,
+			Suspended: func(db *v1alpha1.Database) bool { return db.Spec.Suspend },
+		}, append([]reconcile.ReconcilerOption{
+			reconcile.WithName(Name),
+			reconcile.WithFinalizer(Finalizer),
+			reconcile.WithOwns(&corev1.Secret{}),
+		}, opts...)...)
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up database controller: %w", err)
+		}
+		return nil
+	}
+}
+
+// fillStatus records the names applications need.
+func fillStatus(_ context.Context, db *v1alpha1.Database, _ *graph.Result) error {
+	db.Status.DatabaseName = DatabaseName(db)
+	db.Status.SecretName = SecretName(db)
+	return nil
+}

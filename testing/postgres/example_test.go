@@ -1,0 +1,22 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/convergo-dev/convergo/testing/postgres"
+)
+
+// A test starts a server, connects to URL with its driver of choice, and may stop and start the
+// server to see how the code under test copes with an outage. The server is stopped and its files
+// removed when the test ends.
+func ExampleStart() {
+	testStore := func(t *testing.T) {
+		srv := postgres.Start(t)
+		dsn := srv.URL() // postgres://postgres@127.0.0.1:PORT/postgres?sslmode=disable
+		_ = dsn          // sql.Open("pgx", dsn), pgxpool.New(ctx, dsn), ...
+
+		srv.Stop(t)  // connections are refused now
+		srv.Start(t) // same port, same data
+	}
+	_ = testStore
+}
