@@ -322,13 +322,18 @@ func TestDatabaseRestartWritesNothing(t *testing.T) {
 	f := newFixture(t)
 	f.exec(t, `CREATE ROLE analyst`)
 	var dbs []*v1alpha1.Database
+	for _, n := range []string{"a", "b"} {
+		db := &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: n},
+			Spec: v1alpha1.DatabaseSpec{Grants: []v1alpha1.Grant{{Role: "analyst", Privileges: []v1alpha1.Privilege{"CONNECT"}}}}}
+		if err := f.env.Client.Create(t.Context(), db); err != nil { // deleted below, while an operator runs
+			t.Fatal(err)
+		}
+		dbs = append(dbs, db)
+	}
 	t.Run("converge", func(t *testing.T) {
 		optest.StartOperator(t, f.env, f.setup, shippedCache())
-		for _, n := range []string{"a", "b"} {
-			db := optest.Create(t, f.env.Client, &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: n},
-				Spec: v1alpha1.DatabaseSpec{Grants: []v1alpha1.Grant{{Role: "analyst", Privileges: []v1alpha1.Privilege{"CONNECT"}}}}})
+		for _, db := range dbs {
 			harness.WaitForObject(t, f.env.Client, client.ObjectKeyFromObject(db), db, timeout, conditionsAre(ready))
-			dbs = append(dbs, db)
 		}
 	}) // the first operator stops here
 	catalog := func() string {
@@ -355,5 +360,11 @@ func TestDatabaseRestartWritesNothing(t *testing.T) {
 	}
 	if after := catalog(); after != before {
 		t.Errorf("the restarted operator wrote to PostgreSQL: catalog rows\n%s\nbecame\n%s", before, after)
+	}
+	for _, db := range dbs {
+		if err := f.env.Client.Delete(t.Context(), db); err != nil {
+			t.Fatal(err)
+		}
+		harness.WaitForDeletion(t, f.env.Client, db, timeout)
 	}
 }
