@@ -45,6 +45,10 @@ endef
 chromium: ## Install Debian's chromium if missing (TestDemo opens the Welcome page in it headless).
 	$(call need-command,chromium,chromium,TestDemo opens the Welcome page in headless Chromium,$(if $(filter test,$(MAKECMDGOALS)), (or leave it out: make test TEST_FLAGS='-skip TestDemo/Chromium')))
 
+.PHONY: postgresql
+postgresql: ## Install Debian's postgresql if its server binaries are missing (the Database example's tests start a private server).
+	$(call need-command,"$$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | tail -n 1)",postgresql,the Database example's tests start a private PostgreSQL)
+
 .PHONY: cgo
 cgo: ## Install Debian's gcc if Go's C compiler is missing (the race detector needs cgo).
 	$(call need-command,"$$($(GO) env CC)",gcc,go test -race needs cgo and so a C compiler)
@@ -104,7 +108,7 @@ LIBRARY_PKGS  := ./reconcile/... ./status/ ./finalizer/ ./ownership/ ./builders/
 TEST_NEEDS    = $(if $(or $(findstring -short,$(TEST_FLAGS)),$(and $(findstring -skip,$(TEST_FLAGS)),$(findstring TestDemo,$(TEST_FLAGS)))),,chromium)
 
 .PHONY: test
-test: $(TEST_NEEDS) $(CONTROLLER_GEN) assets ## Install what is needed (as root: Debian's chromium) and run every test against a real API server.
+test: $(TEST_NEEDS) postgresql $(CONTROLLER_GEN) assets ## Install what is needed (as root: Debian's chromium) and run every test against a real API server.
 	rm -rf $(TEST_OUTPUT)/_artifacts && mkdir -p $(TEST_OUTPUT)
 	KUBEBUILDER_ASSETS="$$($(ASSETS) -components all -print dir)" \
 	  $(GO) test -tags integration -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(TEST_OUTPUT) $(TEST_FLAGS) ./...
