@@ -33,6 +33,10 @@
 // with a Ready condition (Established for a CustomResourceDefinition, Available for an APIService) by
 // builders.ConditionsReady; anything else is ready when it exists. A child being deleted is not ready.
 //
+// Objects outside the cluster that the owner's graph manages (external nodes) follow, as recorded in
+// the owner's annotation convergo.dev/external: node, kind, identity and whether they are kept. Their
+// state is the operator's to observe; the plugin does not reach their systems.
+//
 // Flags: -o json prints the same as JSON; --kubeconfig, --context, -n/--namespace and kubectl's other
 // connection flags (--cluster, --user, --server, --token, --as...) work as in kubectl.
 package main

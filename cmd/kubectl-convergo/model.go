@@ -6,6 +6,21 @@ type Tree struct {
 	Owner Owner `json:"owner"`
 	// Children are its tracked children in graph order (see inGraphOrder).
 	Children []Child `json:"children"`
+	// External are the objects outside the cluster its graph records on it (annotation
+	// convergo.dev/external), in the order recorded. Their state is the operator's to observe.
+	External []External `json:"external,omitempty"`
+}
+
+// External is one object outside the cluster recorded on the owner.
+type External struct {
+	// Node is the node that declared it.
+	Node string `json:"node"`
+	// Kind is the kind its operator gave it, such as postgres.database.
+	Kind string `json:"kind"`
+	// ID is its identity in its system.
+	ID string `json:"id"`
+	// Keep is true when it is kept (released, not deleted) when the owner goes.
+	Keep bool `json:"keep,omitempty"`
 }
 
 // Owner is the object whose children are shown.

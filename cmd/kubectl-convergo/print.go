@@ -35,7 +35,7 @@ func printTable(w io.Writer, t *Tree) error {
 		if err != nil {
 			return fmt.Errorf("print tree: %w", err)
 		}
-		return nil
+		return printExternal(w, t.External)
 	}
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
@@ -63,6 +63,32 @@ func printTable(w io.Writer, t *Tree) error {
 	}
 	if unrecorded {
 		if _, err := fmt.Fprintln(w, noNode+": the child records no graph node (applied without a Graph, or not reconciled since an upgrade); listed last."); err != nil {
+			return fmt.Errorf("print tree: %w", err)
+		}
+	}
+	return printExternal(w, t.External)
+}
+
+// printExternal writes the table of the objects outside the cluster, if any.
+func printExternal(w io.Writer, external []External) error {
+	if len(external) == 0 {
+		return nil
+	}
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "EXTERNAL NODE\tKIND\tID\tON DELETE")
+	for _, e := range external {
+		policy := "delete"
+		if e.Keep {
+			policy = "keep"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Node, e.Kind, e.ID, policy)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("print tree: %w", err)
+	}
+	for line := range strings.Lines(table.String()) {
+		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " \n")); err != nil {
 			return fmt.Errorf("print tree: %w", err)
 		}
 	}

@@ -35,6 +35,19 @@ deployment  page,secret  Deployment   demo/alice    False  DeploymentAvailable  
 <none>: the child records no graph node (applied without a Graph, or not reconciled since an upgrade); listed last.
 `,
 		},
+		"external objects after the children": {
+			tree: Tree{Owner: welcome,
+				Children: []Child{{Node: "credentials", DependsOn: []string{"database"}, Kind: "Secret", Namespace: "demo", Name: "orders-credentials", Ready: true, Check: "exists"}},
+				External: []External{{Node: "role", Kind: "postgres.role", ID: "demo_orders"}, {Node: "database", Kind: "postgres.database", ID: "demo_orders", Keep: true}},
+			},
+			want: `Welcome demo/alice: no Ready condition
+NODE         DEPENDS ON  KIND    NAME                     READY  CHECK   REASON
+credentials  database    Secret  demo/orders-credentials  True   exists
+EXTERNAL NODE  KIND               ID           ON DELETE
+role           postgres.role      demo_orders  delete
+database       postgres.database  demo_orders  keep
+`,
+		},
 		"no children, no Ready condition": {
 			tree: Tree{Owner: welcome},
 			want: `Welcome demo/alice: no Ready condition

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/convergo-dev/convergo/reconcile/graph"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,6 +120,13 @@ func (c *cluster) tree(ctx context.Context, m *meta.RESTMapping, namespace, name
 		t.Children = append(t.Children, childOf(child))
 	}
 	t.Children = inGraphOrder(t.Children)
+	recorded, err := graph.RecordedExternal(obj)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recorded {
+		t.External = append(t.External, External{Node: r.Node, Kind: r.Kind, ID: r.ID, Keep: r.Keep})
+	}
 	return t, nil
 }
 

@@ -209,7 +209,7 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 	mark := ownerMark(rec.uid())
 	switch {
 	case !obs.Exists:
-		if err := rec.add(ctx, entry{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}); err != nil {
+		if err := rec.add(ctx, ExternalRecord{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}); err != nil {
 			return fail("record", err)
 		}
 		cr.Operation = apply.OperationCreated
@@ -220,7 +220,7 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 		}
 		cr.Operation = apply.OperationUpdated
 	case e.adopt:
-		if err := rec.add(ctx, entry{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}); err != nil {
+		if err := rec.add(ctx, ExternalRecord{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}); err != nil {
 			return fail("record", err)
 		}
 		cr.Operation = apply.OperationUpdated // taken over: marked as the owner's
@@ -250,7 +250,7 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 	} else if !rec.has(e.ops.kind, e.id) || rec.keep(e.ops.kind, e.id) != e.keep {
 		// Marked as the owner's but not recorded (a record lost with a restored owner), or its
 		// deletion policy changed: the record must name it for pruning and deletion.
-		if err := rec.add(ctx, entry{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}); err != nil {
+		if err := rec.add(ctx, ExternalRecord{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}); err != nil {
 			return fail("record", err)
 		}
 	}

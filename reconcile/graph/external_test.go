@@ -151,7 +151,7 @@ func newExternalFixture(t *testing.T) *externalFixture {
 }
 
 // recorded returns the identities recorded on the owner, as the API server has them.
-func (f *externalFixture) recorded(t *testing.T) []entry {
+func (f *externalFixture) recorded(t *testing.T) []ExternalRecord {
 	t.Helper()
 	live := &corev1.ConfigMap{}
 	if err := f.c.Get(t.Context(), client.ObjectKeyFromObject(f.owner), live); err != nil {
@@ -168,7 +168,7 @@ func TestExternalNodeCreatesRecordsFirstAndConverges(t *testing.T) {
 	f := newExternalFixture(t)
 	f.s.beforeApply = func(id string) {
 		// The identity is on the owner before the object is created: a crash now loses nothing.
-		if diff := cmp.Diff([]entry{{Node: "db", Kind: "mem.thing", ID: id}}, f.recorded(t)); diff != "" {
+		if diff := cmp.Diff([]ExternalRecord{{Node: "db", Kind: "mem.thing", ID: id}}, f.recorded(t)); diff != "" {
 			t.Errorf("record when Apply runs (-want +got):\n%s", diff)
 		}
 	}
@@ -327,7 +327,7 @@ func TestExternalNodeKeepOnDelete(t *testing.T) {
 	if _, err := build().Apply(t.Context(), f.a, f.owner); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]entry{{Node: "db", Kind: "mem.thing", ID: "app-db", Keep: true}}, f.recorded(t)); diff != "" {
+	if diff := cmp.Diff([]ExternalRecord{{Node: "db", Kind: "mem.thing", ID: "app-db", Keep: true}}, f.recorded(t)); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}
 	del, err := build().Delete(t.Context(), f.a, f.owner)
@@ -369,7 +369,7 @@ func TestPruneExternal(t *testing.T) {
 	if db1 || !cacheKept || cache.Owner != "" {
 		t.Errorf("db-1 exists %v (want deleted), cache-1 kept %v owner %q (want released)", db1, cacheKept, cache.Owner)
 	}
-	if diff := cmp.Diff([]entry{{Node: "db", Kind: "mem.thing", ID: "db-2"}}, f.recorded(t)); diff != "" {
+	if diff := cmp.Diff([]ExternalRecord{{Node: "db", Kind: "mem.thing", ID: "db-2"}}, f.recorded(t)); diff != "" {
 		t.Errorf("record after pruning (-want +got):\n%s", diff)
 	}
 

@@ -22,13 +22,21 @@ import (
 // once its object is confirmed gone (or released); do not edit it by hand.
 const ExternalAnnotation = "convergo.dev/external"
 
-// entry is one external object recorded on an owner.
-type entry struct {
+// ExternalRecord is one external object recorded on an owner (ExternalAnnotation).
+type ExternalRecord struct {
+	// Node is the node that declared it.
 	Node string `json:"node"`
+	// Kind is its External's Kind.
 	Kind string `json:"kind"`
-	ID   string `json:"id"`
-	Keep bool   `json:"keep,omitempty"`
+	// ID is its identity.
+	ID string `json:"id"`
+	// Keep: it is kept (KeepOnDelete), released instead of deleted.
+	Keep bool `json:"keep,omitempty"`
 }
+
+// RecordedExternal returns the external objects recorded on owner, for tools that read live objects
+// (kubectl convergo tree); an annotation that is not the graph's list is an error.
+func RecordedExternal(owner client.Object) ([]ExternalRecord, error) { return readRecord(owner) }
 
 // record is an owner's ExternalAnnotation, read once per Graph call and written through the Applier's
 // client (a merge patch of the owner's annotations, guarded by its resourceVersion). The owner's
@@ -38,7 +46,7 @@ type record struct {
 	mu      sync.Mutex
 	a       *apply.Applier
 	owner   client.Object
-	entries []entry
+	entries []ExternalRecord
 	err     error
 }
 
@@ -50,12 +58,12 @@ func newRecord(a *apply.Applier, owner client.Object) *record {
 }
 
 // readRecord decodes owner's ExternalAnnotation.
-func readRecord(owner client.Object) ([]entry, error) {
+func readRecord(owner client.Object) ([]ExternalRecord, error) {
 	v, ok := owner.GetAnnotations()[ExternalAnnotation]
 	if !ok || v == "" {
 		return nil, nil
 	}
-	var entries []entry
+	var entries []ExternalRecord
 	if err := json.Unmarshal([]byte(v), &entries); err != nil {
 		return nil, fmt.Errorf("annotation %s of the owner is not the list the graph writes (%w): restore it from the owner's history; removing it would leave its external objects unmanaged", ExternalAnnotation, err)
 	}
@@ -80,11 +88,11 @@ func (r *record) keep(kind, id string) bool {
 }
 
 func (r *record) find(kind, id string) int {
-	return slices.IndexFunc(r.entries, func(e entry) bool { return e.Kind == kind && e.ID == id })
+	return slices.IndexFunc(r.entries, func(e ExternalRecord) bool { return e.Kind == kind && e.ID == id })
 }
 
 // list returns a copy of the entries.
-func (r *record) list() []entry {
+func (r *record) list() []ExternalRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.entries)
@@ -92,7 +100,7 @@ func (r *record) list() []entry {
 
 // add records e (replacing the entry of the same object) and writes the record; it writes nothing when
 // the record holds e already.
-func (r *record) add(ctx context.Context, e entry) error {
+func (r *record) add(ctx context.Context, e ExternalRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.err != nil {
@@ -127,7 +135,7 @@ func (r *record) remove(ctx context.Context, kind, id string) error {
 // write patches the owner's ExternalAnnotation to entries (removes it when empty), guarded by the
 // owner's resourceVersion, and updates the owner's annotations and resourceVersion. Called with r.mu
 // held.
-func (r *record) write(ctx context.Context, entries []entry) error {
+func (r *record) write(ctx context.Context, entries []ExternalRecord) error {
 	if err := r.a.MayWrite(); err != nil {
 		return err
 	}
