@@ -262,14 +262,16 @@ func (s *Shard) observe(ctx context.Context) {
 	}
 	writable := s.member.CanWrite()
 	if writable {
-		for _, name := range v.expired {
+		for _, name := range slices.Clone(v.expired) {
 			if name == s.cfg.Member {
 				continue
 			}
 			if won, err := s.member.Fence(ctx, name); err != nil {
 				s.log.Error(err, "cannot fence an expired member", "expired", name)
 			} else if won {
+				// Gone now: its objects are claimed at this look, not the next one.
 				s.log.Info("fenced an expired member", "expired", name)
+				v.expired = slices.DeleteFunc(v.expired, func(n string) bool { return n == name })
 			}
 		}
 	}

@@ -109,7 +109,7 @@ func TestShardClaimsOnlyOnceSettled(t *testing.T) {
 }
 
 // TestShardTakesOverOnlyFencedOrGone: the objects of a member whose Lease expired are left alone
-// until a survivor fenced it; then the ring's member claims them.
+// until a survivor fenced it; the survivor that fenced it claims at the same look, not the next one.
 func TestShardTakesOverOnlyFencedOrGone(t *testing.T) {
 	s, members := newTestShard(t, "a", "b")
 	mine := firstOwnedBy(t, []string{"a"}, "a")
@@ -119,8 +119,7 @@ func TestShardTakesOverOnlyFencedOrGone(t *testing.T) {
 	clk := s.mcfg.clock.(interface{ Step(d time.Duration) })
 	clk.Step(lease)
 	renewAll(t, members["a"])
-	s.observe(t.Context()) // b expired: this observe also fences it
-	s.observe(t.Context())
+	s.observe(t.Context()) // b expired: this observe also fences it, and a claims at once
 	if got := s.classify(object(mine, "b")); got != classClaim {
 		t.Errorf("b fenced: class %v, want classClaim", got)
 	}
