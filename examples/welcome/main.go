@@ -47,7 +47,7 @@ func main() {
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `Address of the /healthz and /readyz endpoints; "0" turns them off.`)
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&f.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace; required outside a cluster).")
-	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", 0, "How many Welcomes are reconciled at once (0: controller-runtime's default, 1).")
+	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", 0, "How many Welcomes are reconciled at once (0: controller-runtime's default, 1; 8 for a sharded replica, which takes a dead member's share over at once).")
 	flag.IntVar(&f.deletions, "max-concurrent-deletions", 0, "How many Welcomes being deleted are finalized at once, besides the others (0: they share --max-concurrent-reconciles).")
 	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "", `Address of the Go profiler's endpoints (/debug/pprof), e.g. "127.0.0.1:6060"; empty turns them off.`)
 	flag.StringVar(&f.shardRing, "shard-ring", "", "Run sharded: every replica is active and reconciles its share of the Welcomes; the ring's name. Excludes --leader-elect.")
@@ -67,6 +67,9 @@ func main() {
 }
 
 // run starts the manager and blocks until ctx is done.
+// takeOverWorkers is a sharded replica's default number of reconciles at once.
+const takeOverWorkers = 8
+
 func run(ctx context.Context, f flags) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -98,6 +101,11 @@ func run(ctx context.Context, f flags) error {
 	controller.CacheOptions(&opts.Cache)
 	shardCfg := sharding.Config{Ring: f.shardRing, Member: f.shardMember, Namespace: f.shardNamespace}
 	if f.shardRing != "" {
+		if f.concurrency == 0 {
+			// A survivor takes a dead member's share over at once: its take-over reconciles are
+			// mostly round trips, so more of them run side by side (docs/sharding.md, failover bound).
+			opts.Controller.MaxConcurrentReconciles = takeOverWorkers
+		}
 		if f.leaderElect {
 			return errors.New("--shard-ring and --leader-elect exclude each other: every replica of a sharded operator is active; drop --leader-elect")
 		}
