@@ -140,7 +140,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (never part of make test; seeds
 	$(GO) test ./status/ -run '^$$' -fuzz '^FuzzPatchDelta$$' -fuzztime $(FUZZTIME)
 
 .PHONY: demo
-demo: assets ## Start a local cluster, run both example operators and show them converge (ARGS=--keep keeps it; ARGS=--serve-page serves the Welcome page).
+demo: postgresql assets ## Start a local cluster and a private PostgreSQL, run the three example operators and show them converge (ARGS=--keep keeps it; ARGS=--serve-page serves the Welcome page).
 	$(GO) run ./examples/demo $(ARGS)
 
 # make deploy / undeploy: EXAMPLE is one of $(EXAMPLES) (or use deploy-<example>, undeploy-<example>).

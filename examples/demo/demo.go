@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/convergo-dev/convergo/builders"
+	dbv1alpha1 "github.com/convergo-dev/convergo/examples/database/api/v1alpha1"
+	database "github.com/convergo-dev/convergo/examples/database/controller"
 	memcachedv1alpha1 "github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	memcached "github.com/convergo-dev/convergo/examples/memcached/controller"
 	welcomev1alpha1 "github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
@@ -45,6 +48,7 @@ import (
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/assets"
 	"github.com/convergo-dev/convergo/testing/cluster"
+	"github.com/convergo-dev/convergo/testing/postgres"
 )
 
 // namespace is where the demo applies the samples.
@@ -73,6 +77,8 @@ type demo struct {
 	clients kubernetes.Interface
 	web     string    // the web server's binary, with servePage
 	webLog  io.Writer // its log, with servePage
+	pg      *postgres.Server
+	pool    *pgxpool.Pool // pg's superuser postgres: the Database operator's, and the admin's
 }
 
 func run(ctx context.Context, out io.Writer, opts options) error {
@@ -87,6 +93,14 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", runDir, err)
 	}
+
+	// First, as it fails at once when the PostgreSQL server binaries are missing.
+	step(out, "Starting a private PostgreSQL server for the Database operator (testing/postgres)")
+	pg, pool, stopPostgres, err := startPostgres(ctx, out, root, filepath.Join(runDir, "postgres.log"))
+	if err != nil {
+		return err
+	}
+	defer stopPostgres()
 
 	step(out, "Locating or building the control-plane binaries (the first build takes several minutes)")
 	binDir, err := assets.Ensure(ctx, assets.WithComponents(assets.ClusterComponents()...), assets.WithProgress(os.Stderr))
@@ -128,11 +142,12 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	}()
 	fmt.Fprintf(out, "Cluster ready in %s: nodes %s.\n", time.Since(began).Round(100*time.Millisecond), strings.Join(c.Nodes, ", "))
 
-	step(out, "Installing the Memcached and Welcome CRDs")
+	step(out, "Installing the Memcached, Welcome and Database CRDs")
 	crds, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{
 		Paths: []string{
 			filepath.Join(root, "examples", "memcached", "config", "crd", "bases"),
 			filepath.Join(root, "examples", "welcome", "config", "crd", "bases"),
+			filepath.Join(root, "examples", "database", "config", "crd", "bases"),
 		},
 		ErrorIfPathMissing: true,
 		MaxTime:            opts.timeout,
@@ -145,18 +160,19 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	}
 
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, memcachedv1alpha1.AddToScheme, welcomev1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, memcachedv1alpha1.AddToScheme, welcomev1alpha1.AddToScheme, dbv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return fmt.Errorf("build scheme: %w", err)
 		}
 	}
 	logPath := filepath.Join(runDir, "operators.log")
-	stopOperators, err := startOperators(c, scheme, logPath)
+	stopOperators, err := startOperators(c, scheme, logPath, databaseServer(pg, pool))
 	if err != nil {
 		return err
 	}
 	defer stopOperators()
-	step(out, "Running both operators in one manager (logs: "+relative(root, logPath)+")")
+	step(out, "Running the Memcached, Welcome and Database operators in one manager (the Database operator on the private PostgreSQL, observing it every "+
+		observeInterval.String()+"; logs: "+relative(root, logPath)+")")
 
 	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
 	if err != nil {
@@ -166,7 +182,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err != nil {
 		return fmt.Errorf("create clientset: %w", err)
 	}
-	d := &demo{out: out, opts: opts, root: root, runDir: runDir, client: cl, clients: cs, web: web, webLog: webLog}
+	d := &demo{out: out, opts: opts, root: root, runDir: runDir, client: cl, clients: cs, web: web, webLog: webLog, pg: pg, pool: pool}
 	if err := d.steps(ctx); err != nil {
 		return err
 	}
@@ -175,18 +191,24 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return nil
 	}
 
-	step(out, "--keep: applying the samples again and leaving everything running")
+	step(out, "--keep: applying the samples again, creating Database "+databaseSample+" again, and leaving everything running")
 	if err := d.applySamples(ctx); err != nil {
 		return err
 	}
 	if err := d.waitReady(ctx, map[string]int32{"Memcached/sessions": 3, "Welcome/alice": 2}); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nThe cluster and the operators keep running. In another terminal:\n\n"+
+	if err := d.keepDatabase(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nThe cluster, PostgreSQL and the operators keep running. In another terminal:\n\n"+
 		"  export KUBECONFIG=%s\n"+
-		"  kubectl get welcomes,memcacheds -n %s\n"+
+		"  kubectl get welcomes,memcacheds,databases -n %s\n"+
 		"  kubectl get deployments,services,configmaps,pods -n %s\n"+
 		"  kubectl wait --for=condition=Ready welcome/alice -n %s\n", c.KubeconfigPath, namespace, namespace, namespace)
+	fmt.Fprintf(out, "\nConnect as Database %s's application does, with the uri in its Secret, or as PostgreSQL's admin (the superuser postgres):\n\n"+
+		"  psql \"$(kubectl get secret %s -n %s -o jsonpath='{.data.uri}' | base64 -d)\"\n"+
+		"  psql %s\n", databaseSample, database.SecretName(sampleDatabase()), namespace, pg.URL())
 	if opts.servePage {
 		return d.keepServingPage(ctx)
 	}
@@ -195,9 +217,9 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	return nil
 }
 
-// startOperators runs the Memcached and Welcome controllers in one manager, logging to logPath, and
-// returns a function that stops it.
-func startOperators(c *cluster.Cluster, scheme *runtime.Scheme, logPath string) (func(), error) {
+// startOperators runs the Memcached, Welcome and Database controllers in one manager, logging to
+// logPath, the Database controller managing databases on server, and returns a function that stops it.
+func startOperators(c *cluster.Cluster, scheme *runtime.Scheme, logPath string, server database.Server) (func(), error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("create operator log: %w", err)
@@ -212,12 +234,14 @@ func startOperators(c *cluster.Cluster, scheme *runtime.Scheme, logPath string) 
 	}
 	memcached.CacheOptions(&opts.Cache)
 	welcome.CacheOptions(&opts.Cache)
+	// Not database.CacheOptions: it would cache only the Database operator's Secrets, and the Welcome
+	// controller in this manager reads every Secret's metadata (its password Secret is no child).
 	mgr, err := ctrl.NewManager(c.Config, opts)
 	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
-	for _, setup := range []func(ctrl.Manager) error{memcached.SetupWithManager, welcome.SetupWithManager} {
+	for _, setup := range []func(ctrl.Manager) error{memcached.SetupWithManager, welcome.SetupWithManager, database.Setup(server)} {
 		if err := setup(mgr); err != nil {
 			logFile.Close()
 			return nil, err
@@ -235,7 +259,8 @@ func startOperators(c *cluster.Cluster, scheme *runtime.Scheme, logPath string) 
 	}, nil
 }
 
-// steps runs the demo proper: apply, recover from the missing Secret, scale up, delete in order.
+// steps runs the demo proper: apply, recover from the missing Secret, scale up, delete in order; then
+// the Database operator's part (databaseSteps).
 func (d *demo) steps(ctx context.Context) error {
 	step(d.out, `Creating namespace "`+namespace+`" (Pod Security Standard "restricted" enforced) and applying the samples`)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{
@@ -287,7 +312,10 @@ func (d *demo) steps(ctx context.Context) error {
 			return err
 		}
 	}
-	return d.deleteInOrder(ctx)
+	if err := d.deleteInOrder(ctx); err != nil {
+		return err
+	}
+	return d.databaseSteps(ctx)
 }
 
 // newSite returns the local web server of Welcome alice.
@@ -706,6 +734,7 @@ type object struct {
 	readyReplicas       int32
 	conditions          []metav1.Condition
 	conditionGeneration bool // every condition is for the current generation
+	noReplicas          bool // a kind without replicas (a Database): READY shows "-"
 }
 
 func (o *object) key() string { return o.kind + "/" + o.name }
@@ -724,7 +753,7 @@ func (o *object) ready() bool {
 	return o.conditionGeneration && strings.HasPrefix(o.condition(status.Ready), "True/")
 }
 
-// objects lists the Memcacheds and Welcomes of the demo namespace.
+// objects lists the Memcacheds, Welcomes and Databases of the demo namespace.
 func (d *demo) objects(ctx context.Context) ([]object, error) {
 	var mcs memcachedv1alpha1.MemcachedList
 	if err := d.client.List(ctx, &mcs, client.InNamespace(namespace)); err != nil {
@@ -744,6 +773,15 @@ func (d *demo) objects(ctx context.Context) ([]object, error) {
 			replicas = *w.Spec.Replicas
 		}
 		out = append(out, newObject("Welcome", &w, replicas, w.Status.ReadyReplicas, w.Status.Conditions))
+	}
+	var dbs dbv1alpha1.DatabaseList
+	if err := d.client.List(ctx, &dbs, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list databases: %w", err)
+	}
+	for _, db := range dbs.Items {
+		o := newObject("Database", &db, 0, 0, db.Status.Conditions)
+		o.noReplicas = true
+		out = append(out, o)
 	}
 	return out, nil
 }
@@ -785,7 +823,11 @@ func render(objs []object) string {
 		if len(conds) == 0 {
 			conds = []string{"-"}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\n", o.kind, o.name, o.readyReplicas, o.desired, strings.Join(conds, ", "))
+		ready := fmt.Sprintf("%d/%d", o.readyReplicas, o.desired)
+		if o.noReplicas {
+			ready = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", o.kind, o.name, ready, strings.Join(conds, ", "))
 	}
 	if len(objs) == 0 {
 		fmt.Fprintln(w, "(none)\t\t\t")

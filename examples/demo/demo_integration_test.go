@@ -17,10 +17,13 @@ import (
 // kube-scheduler and one kwok node): the samples converge, the Welcome recovers from its missing Secret,
 // both scale up, the Welcome's page is served by a local web server with the configuration the operator
 // rendered, follows a rename after the rollout, and both operators delete their children in reverse
-// order. Each time the page is served, a subtest TestDemo/Chromium_<name> opens it in headless Chromium
-// (`apt-get install -y chromium`), checks that it greets the Welcome's name and keeps a screenshot
-// (see openInChromium). It needs every control-plane binary (`make assets`; `make test` builds them
-// first) and is skipped with -short.
+// order. Then the Database operator, on a private PostgreSQL (testing/postgres: Debian's postgresql,
+// which `make test` installs as root), converges a Database whose Secret's URI connects, sets back a
+// password the admin changed, and on deletion revokes the grant, drops the database, then the role, and
+// removes its finalizer last. Each time the page is served, a subtest TestDemo/Chromium_<name> opens it
+// in headless Chromium (`apt-get install -y chromium`), checks that it greets the Welcome's name and
+// keeps a screenshot (see openInChromium). It needs every control-plane binary (`make assets`; `make
+// test` builds them first) and is skipped with -short.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo starts a full local cluster; skipped with -short")
@@ -48,6 +51,12 @@ func TestDemo(t *testing.T) {
 		"(accepts the password from the Secret, which the demo never prints)",
 		"(ConfigMap/alice after Deployment/alice), in order.",
 		"memcached-operator: Service/sessions, Deployment/sessions (Deployment/sessions after Service/sessions), in order.",
+		"Credentials work: connected with the Secret's uri as demo_orders to database demo_orders",
+		"the Secret's uri connects again and table items still has 3 of 3 rows.",
+		"(Database/orders after role demo_orders; database demo_orders after grant to reporting; " +
+			"database demo_orders after Secret/orders-credentials; role demo_orders after database demo_orders), in order.",
+		`DROP ROLE IF EXISTS "demo_orders"`, // from PostgreSQL's log, after the REVOKE and the DROP DATABASE
+		"Database orders deleted in order: in PostgreSQL, database demo_orders and role demo_orders are gone;",
 		"Done: every step went as expected.",
 	} {
 		if !strings.Contains(out.String(), want) {

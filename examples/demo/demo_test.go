@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/convergo-dev/convergo/examples/welcome/localweb"
 )
 
@@ -34,6 +37,74 @@ func TestInDependencyOrder(t *testing.T) {
 				t.Errorf("inDependencyOrder(%v) = %q, want %q", tc.got, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDatabaseTeardown checks the order the demo requires of a Database's deletion: the grant and the
+// Secret (in either order), then the database, then the role, and the finalizer last.
+func TestDatabaseTeardown(t *testing.T) {
+	ordered, after, _ := teardown(sampleDatabase())
+	if diff := cmp.Diff([]string{"grant to reporting", "Secret/orders-credentials", "database demo_orders", "role demo_orders", "Database/orders"}, ordered); diff != "" {
+		t.Errorf("teardown order (-want +got):\n%s", diff)
+	}
+	cases := map[string]struct {
+		got     []string
+		wantErr bool
+	}{
+		"in order":                   {got: ordered},
+		"Secret before the grant":    {got: []string{"Secret/orders-credentials", "grant to reporting", "database demo_orders", "role demo_orders", "Database/orders"}},
+		"database before the grant":  {got: []string{"database demo_orders", "grant to reporting", "Secret/orders-credentials", "role demo_orders", "Database/orders"}, wantErr: true},
+		"database before the Secret": {got: []string{"grant to reporting", "database demo_orders", "Secret/orders-credentials", "role demo_orders", "Database/orders"}, wantErr: true},
+		"role before the database":   {got: []string{"grant to reporting", "Secret/orders-credentials", "role demo_orders", "database demo_orders", "Database/orders"}, wantErr: true},
+		"finalizer before the role":  {got: []string{"grant to reporting", "Secret/orders-credentials", "database demo_orders", "Database/orders", "role demo_orders"}, wantErr: true},
+		"the role never dropped":     {got: []string{"grant to reporting", "Secret/orders-credentials", "database demo_orders", "Database/orders"}, wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := inDependencyOrder(tc.got, after)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("inDependencyOrder(%v) error = %v, want error %v", tc.got, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestLoggedStatements reads the statements out of a piece of PostgreSQL's log and checks their order.
+func TestLoggedStatements(t *testing.T) {
+	log := `2025-01-02 15:04:05.100 UTC [1234] LOG:  statement: REVOKE ALL ON DATABASE "demo_orders" FROM "reporting"
+2025-01-02 15:04:05.120 UTC [1235] LOG:  statement: DROP DATABASE IF EXISTS "demo_orders" WITH (FORCE)
+2025-01-02 15:04:05.121 UTC [1240] FATAL:  terminating connection due to administrator command
+2025-01-02 15:04:05.130 UTC [1234] LOG:  statement: DROP ROLE IF EXISTS "demo_orders"
+`
+	got := loggedStatements(log)
+	want := []loggedStatement{
+		{time: "15:04:05.100", text: `REVOKE ALL ON DATABASE "demo_orders" FROM "reporting"`},
+		{time: "15:04:05.120", text: `DROP DATABASE IF EXISTS "demo_orders" WITH (FORCE)`},
+		{time: "15:04:05.130", text: `DROP ROLE IF EXISTS "demo_orders"`},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(loggedStatement{})); diff != "" {
+		t.Fatalf("loggedStatements (-want +got):\n%s", diff)
+	}
+	if err := inStatementOrder(got, "REVOKE ALL ON DATABASE", "DROP DATABASE", "DROP ROLE"); err != nil {
+		t.Errorf("inStatementOrder: %v", err)
+	}
+	if err := inStatementOrder(got, "DROP ROLE", "DROP DATABASE"); err == nil || err.Error() != "DROP DATABASE ran before DROP ROLE" {
+		t.Errorf("inStatementOrder, role first: %v; want DROP DATABASE ran before DROP ROLE", err)
+	}
+	if err := inStatementOrder(got[1:], "REVOKE ALL ON DATABASE", "DROP DATABASE"); err == nil {
+		t.Error("inStatementOrder without the REVOKE: no error")
+	}
+}
+
+// TestRenderDatabase checks the status table's row of a Database, a kind without replicas.
+func TestRenderDatabase(t *testing.T) {
+	ready := []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Reconciled"}}
+	db := newObject("Database", sampleDatabase(), 0, 0, ready)
+	db.noReplicas = true
+	want := "KIND      NAME    READY  CONDITIONS\n" +
+		"Database  orders  -      Ready=True\n"
+	if diff := cmp.Diff(want, render([]object{db})); diff != "" {
+		t.Errorf("render (-want +got):\n%s", diff)
 	}
 }
 

@@ -11,6 +11,16 @@
 //		srv.Start(t) // back on the same port, with the same data
 //	}
 //
+// Programs that are not tests (the demo, examples/demo, runs the Database operator on one) start a
+// server with New and stop it with Close, which also removes its files; Start is New with t.Cleanup:
+//
+//	srv, err := postgres.New(ctx)
+//	if err != nil {
+//		return err // the server binaries are missing (the error says what to install), or it did not start
+//	}
+//	defer srv.Close()
+//	pool, err := pgxpool.New(ctx, srv.URL())
+//
 // The server listens on 127.0.0.1 and its Unix socket, nothing else. The superuser postgres connects
 // without a password; every other role must give its password (scram-sha-256, the default
 // password_encryption), so credentials under test are checked as in production. The cluster is made with
@@ -19,9 +29,9 @@
 // The server binaries (initdb, pg_ctl) are looked up on PATH, then in /usr/lib/postgresql/*/bin
 // (Debian's layout; the highest version wins). On Debian: apt-get install -y postgresql.
 //
-// PostgreSQL refuses to run as root. When the test runs as root, initdb and pg_ctl (and so the
-// server) run as the postgres system user if it exists, else as nobody, and the server's files are
-// made over to that user.
+// PostgreSQL refuses to run as root. When the test (or program) runs as root, initdb and pg_ctl (and
+// so the server) run as the postgres system user if it exists, else as nobody, and the server's files
+// are made over to that user.
 //
 // Tests that start a server are slow and need the binaries; keep them behind a build tag, as this
 // package's own test is (go test -tags integration).

@@ -1,6 +1,8 @@
 package postgres_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/convergo-dev/convergo/testing/postgres"
@@ -19,4 +21,19 @@ func ExampleStart() {
 		srv.Start(t) // same port, same data
 	}
 	_ = testStore
+}
+
+// A program that is not a test starts a server with New and closes it when done: Close stops the
+// server and removes its files.
+func ExampleNew() {
+	run := func(ctx context.Context) error {
+		srv, err := postgres.New(ctx)
+		if err != nil {
+			return err // for example: the server binaries are not installed
+		}
+		defer srv.Close()
+		fmt.Println("connect to", srv.URL()) // pgxpool.New(ctx, srv.URL()), ...
+		return nil
+	}
+	_ = run
 }

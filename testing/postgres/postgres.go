@@ -38,7 +38,7 @@ const (
 	logTailLines = 30
 )
 
-// Option configures Start.
+// Option configures New and Start.
 type Option func(*config)
 
 type config struct {
@@ -47,8 +47,8 @@ type config struct {
 }
 
 // WithLogOutput copies the output of initdb and pg_ctl to w as each command finishes, and the
-// server's log each time the server stops (by Stop or when the test ends). Without it, the tail of
-// the server log is reported only when starting fails or the test has failed.
+// server's log each time the server stops (by Stop, or by Close and so when the test ends). Without
+// it, the tail of the server log is reported only when starting fails or the test has failed.
 func WithLogOutput(w io.Writer) Option {
 	return func(c *config) { c.logOutput = w }
 }
@@ -59,8 +59,8 @@ func WithBinDir(dir string) Option {
 	return func(c *config) { c.binDir = dir }
 }
 
-// Server is a PostgreSQL server started by Start. Its methods are meant to be called from the test
-// goroutine.
+// Server is a PostgreSQL server started by New or Start. Host, Port, URL and DataDir never change;
+// Stop, Start and Close take turns, each waiting for the one under way.
 type Server struct {
 	cfg     config
 	binDir  string // the directory of initdb, with psql and pg_isready next to it in a full install
@@ -76,22 +76,26 @@ type Server struct {
 
 	mu        sync.Mutex
 	running   bool
+	closed    bool
 	logCopied int64 // how much of logFile has been copied to cfg.logOutput
 }
 
-// Start starts a fresh PostgreSQL server for the test: it makes a data directory with initdb and
-// starts the server with pg_ctl on 127.0.0.1 and a free port. It returns once the server accepts
-// connections, and registers a cleanup with t that stops the server and removes its files. Start
-// fails the test if the server binaries cannot be found or the server does not start.
-func Start(t testing.TB, opts ...Option) *Server {
-	t.Helper()
+// New starts a fresh PostgreSQL server, for programs that are not tests (a demo, a local
+// development setup): it makes a data directory with initdb and starts the server with pg_ctl on
+// 127.0.0.1 and a free port, and returns once the server accepts connections. The caller must Close
+// the server, which stops it and removes its files.
+//
+// ctx bounds the start (initdb and pg_ctl); once New has returned, the server runs until Close,
+// whatever becomes of ctx. New fails if the server binaries cannot be found (the error says what to
+// install) or the server does not start; it leaves nothing behind then.
+func New(ctx context.Context, opts ...Option) (*Server, error) {
 	s := &Server{}
 	for _, opt := range opts {
 		opt(&s.cfg)
 	}
 	var err error
 	if s.initdb, s.pgCtl, err = findBinaries(s.cfg.binDir); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	s.binDir = filepath.Dir(s.initdb)
 	if resolved, err := filepath.EvalSymlinks(s.initdb); err == nil {
@@ -99,42 +103,74 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	if os.Geteuid() == 0 {
 		if s.cred, err = unprivilegedUser(); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	s.env = environ()
 
-	// Not t.TempDir: the testing package makes it 0700, which the unprivileged user could not
-	// traverse when the test runs as root.
+	// Not t.TempDir for Start's tests: the testing package makes it 0700, which the unprivileged
+	// user could not traverse when running as root.
 	if s.baseDir, err = os.MkdirTemp("", "convergo-pg-"); err != nil {
-		t.Fatalf("create a directory for PostgreSQL: %v", err)
+		return nil, fmt.Errorf("create a directory for PostgreSQL: %w", err)
 	}
-	t.Cleanup(func() { s.cleanup(t) })
+	if err := s.init(ctx); err != nil {
+		if err2 := s.Close(); err2 != nil {
+			err = fmt.Errorf("%w; then: %w", err, err2)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// init makes the data directory and starts the server.
+func (s *Server) init(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.prepareDirs(); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := s.run(s.initdb, "-D", s.dataDir, "-U", "postgres",
+	if err := s.run(ctx, s.initdb, "-D", s.dataDir, "-U", "postgres",
 		"--auth-local=trust", "--auth-host=trust", "--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := s.writeHBA(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 
 	// The port is free when picked but may be taken before the server binds it, by another test
 	// process doing the same: then try another.
 	for attempt := 1; ; attempt++ {
-		if s.port, err = freePort(); err != nil {
-			t.Fatal(err)
+		port, err := freePort()
+		if err != nil {
+			return err
 		}
-		err = s.start()
+		s.port = port
+		err = s.start(ctx)
 		if err == nil || attempt == portAttempts || !strings.Contains(err.Error(), "Address already in use") {
-			break
+			return err
 		}
 	}
+}
+
+// Start starts a fresh PostgreSQL server for the test, as New does, and registers a cleanup with t
+// that closes it (stops the server and removes its files). Start fails the test if the server
+// binaries cannot be found or the server does not start.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s, err := New(t.Context(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		err := s.close(func() {
+			if t.Failed() && s.cfg.logOutput == nil && s.logSize() > 0 {
+				t.Logf("PostgreSQL server log (%s):\n%s", s.logFile, s.logTail(0))
+			}
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }
 
@@ -154,6 +190,11 @@ func (s *Server) URL() string {
 // unprivileged user the server runs as.
 func (s *Server) DataDir() string { return s.dataDir }
 
+// LogFile returns the path of the server's log, to which the server appends as it runs (pg_ctl -l);
+// read it, for example, to see the statements that log_statement logs. Close removes it (after copying
+// it to WithLogOutput's writer, if any).
+func (s *Server) LogFile() string { return s.logFile }
+
 // Stop stops the server (pg_ctl stop -m fast: open connections are closed, the data stays) and
 // returns once it has exited, for example to test how code copes with an outage. It fails the test
 // if the server is not running or does not stop.
@@ -171,24 +212,62 @@ func (s *Server) Stop(t testing.TB) {
 
 // Start starts the server again after Stop, with the same data directory and port, and returns once
 // it accepts connections. It fails the test if the server is running or does not start (for
-// example, when something else has taken the port meanwhile).
+// example, when something else has taken the port meanwhile) or has been closed.
 func (s *Server) Start(t testing.TB) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.running {
+	switch {
+	case s.closed:
+		t.Fatal("start PostgreSQL: the server has been closed")
+	case s.running:
 		t.Fatal("start PostgreSQL: the server is already running")
 	}
-	if err := s.start(); err != nil {
+	if err := s.start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// Close stops the server if it runs (pg_ctl stop -m fast; if that fails, -m immediate) and removes
+// its files: the data directory, the socket directory and the server log. Calling it again does
+// nothing and returns nil. Start's cleanup calls it when the test ends.
+func (s *Server) Close() error {
+	return s.close(nil)
+}
+
+// close is Close, calling beforeRemove (if not nil) once the server has stopped, before its files are
+// removed.
+func (s *Server) close(beforeRemove func()) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	// postmaster.pid exists while a server runs on the data directory, even one whose start
+	// pg_ctl gave up waiting for.
+	if _, err := os.Stat(filepath.Join(s.dataDir, "postmaster.pid")); s.running || err == nil {
+		if err := s.stop("fast"); err != nil {
+			if err2 := s.stop("immediate"); err2 != nil {
+				errs = append(errs, fmt.Errorf("%w; then: %w", err, err2))
+			}
+		}
+	}
+	if beforeRemove != nil {
+		beforeRemove()
+	}
+	if err := os.RemoveAll(s.baseDir); err != nil {
+		errs = append(errs, fmt.Errorf("remove PostgreSQL's files: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
 // start starts the server with pg_ctl, which waits until it accepts connections.
-func (s *Server) start() error {
+func (s *Server) start(ctx context.Context) error {
 	from := s.logSize()
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=%s -c fsync=off", s.port, shellQuote(s.sockDir), host)
-	err := s.run(s.pgCtl, "start", "-w", "-t", pgCtlTimeout, "-D", s.dataDir, "-l", s.logFile, "-o", opts)
+	err := s.run(ctx, s.pgCtl, "start", "-w", "-t", pgCtlTimeout, "-D", s.dataDir, "-l", s.logFile, "-o", opts)
 	if err != nil {
 		return fmt.Errorf("start PostgreSQL on port %d: %w\nserver log:\n%s", s.port, err, s.logTail(from))
 	}
@@ -198,34 +277,13 @@ func (s *Server) start() error {
 
 // stop stops the server with pg_ctl in the given shutdown mode and copies its log to the log output.
 func (s *Server) stop(mode string) error {
-	err := s.run(s.pgCtl, "stop", "-w", "-t", pgCtlTimeout, "-m", mode, "-D", s.dataDir)
+	err := s.run(context.Background(), s.pgCtl, "stop", "-w", "-t", pgCtlTimeout, "-m", mode, "-D", s.dataDir)
 	s.copyLog()
 	if err != nil {
 		return fmt.Errorf("stop PostgreSQL (%s): %w", mode, err)
 	}
 	s.running = false
 	return nil
-}
-
-// cleanup stops the server if it is, or may be, running and removes its files.
-func (s *Server) cleanup(t testing.TB) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// postmaster.pid exists while a server runs on the data directory, even one whose start
-	// pg_ctl gave up waiting for.
-	if _, err := os.Stat(filepath.Join(s.dataDir, "postmaster.pid")); s.running || err == nil {
-		if err := s.stop("fast"); err != nil {
-			if err2 := s.stop("immediate"); err2 != nil {
-				t.Errorf("%v; then: %v", err, err2)
-			}
-		}
-	}
-	if t.Failed() && s.cfg.logOutput == nil && s.logSize() > 0 {
-		t.Logf("PostgreSQL server log (%s):\n%s", s.logFile, s.logTail(0))
-	}
-	if err := os.RemoveAll(s.baseDir); err != nil {
-		t.Errorf("remove PostgreSQL's files: %v", err)
-	}
 }
 
 // hba is the server's pg_hba.conf: the superuser postgres is trusted (on the Unix socket and on
@@ -279,10 +337,10 @@ func (s *Server) prepareDirs() error {
 	return nil
 }
 
-// run runs a PostgreSQL program, as the unprivileged user when the test runs as root, and returns
-// an error with the program's output if it fails.
-func (s *Server) run(name string, args ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+// run runs a PostgreSQL program, as the unprivileged user when running as root, and returns an
+// error with the program's output if it fails. ctx and commandTimeout bound it.
+func (s *Server) run(ctx context.Context, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = s.baseDir // a directory the unprivileged user can enter

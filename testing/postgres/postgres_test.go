@@ -32,6 +32,9 @@ func TestServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DataDir() %s is not a data directory: %v", srv.DataDir(), err)
 	}
+	if log, err := os.ReadFile(srv.LogFile()); err != nil || !strings.Contains(string(log), "database system is ready to accept connections") {
+		t.Errorf("LogFile() %s: %v; want the server's log, which says it is ready:\n%s", srv.LogFile(), err, log)
+	}
 	if os.Geteuid() == 0 {
 		if uid := fi.Sys().(*syscall.Stat_t).Uid; uid == 0 {
 			t.Errorf("running as root, the data directory belongs to root; want an unprivileged user")
@@ -82,11 +85,47 @@ func TestTwoServers(t *testing.T) {
 	mustQuery(t, a, "SELECT * FROM only_in_a")
 }
 
-// TestMissingBinaries checks that the failure says what to install.
+// TestNewClose starts a server as a program does, with New, and checks that Close stops it and
+// removes its files, and that a second Close does nothing.
+func TestNewClose(t *testing.T) {
+	srv, err := New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() }) // if the test stops before its own Close
+	if got := mustQuery(t, srv, "SELECT 1"); got != "1" {
+		t.Errorf("SELECT 1 = %q, want 1", got)
+	}
+	base := filepath.Dir(srv.DataDir())
+	if err := srv.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := os.Stat(base); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after Close, the server's directory %s: %v; want it removed", base, err)
+	}
+	if conn, err := net.DialTimeout("tcp", net.JoinHostPort(srv.Host(), strconv.Itoa(srv.Port())), 5*time.Second); err == nil {
+		conn.Close()
+		t.Errorf("after Close, port %d still accepts connections", srv.Port())
+	}
+	if err := srv.Close(); err != nil {
+		t.Errorf("a second Close: %v; want nil", err)
+	}
+}
+
+// TestMissingBinaries checks that the failure says what to install, from findBinaries and from New.
 func TestMissingBinaries(t *testing.T) {
-	_, _, err := findBinaries(filepath.Join(t.TempDir(), "nonexistent"))
+	dir := filepath.Join(t.TempDir(), "nonexistent")
+	_, _, err := findBinaries(dir)
 	if err == nil || !strings.Contains(err.Error(), "apt-get install -y postgresql") {
 		t.Errorf("findBinaries in an empty directory: %v; want the hint to install postgresql", err)
+	}
+	srv, err := New(t.Context(), WithBinDir(dir))
+	if err == nil {
+		_ = srv.Close()
+		t.Fatal("New without the server binaries succeeded")
+	}
+	if !strings.Contains(err.Error(), "apt-get install -y postgresql") {
+		t.Errorf("New without the server binaries: %v; want the hint to install postgresql", err)
 	}
 }
 
