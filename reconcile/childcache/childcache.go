@@ -15,7 +15,8 @@ import (
 // Convergo operator reads:
 //
 //   - no object keeps its managedFields (nothing in Convergo reads them; they are often half of an
-//     object's size);
+//     object's size), and the cached objects share one copy of each label and annotation key (in
+//     their metadata, pod templates and selectors) instead of one per object;
 //   - the informers of the child kinds given list and watch only objects carrying the tracking label
 //     convergo.dev/owner-uid, which every child the Applier writes carries: the API server filters, so
 //     objects of those kinds that are not a Convergo child cost neither memory nor events.
@@ -36,8 +37,12 @@ import (
 func Configure(opts *cache.Options, children ...client.Object) {
 	next := opts.DefaultTransform
 	strip := cache.TransformStripManagedFields()
+	keys := &keyTable{}
 	opts.DefaultTransform = func(in any) (any, error) {
 		out, err := strip(in)
+		if err == nil {
+			out, err = keys.transform(out)
+		}
 		if err != nil || next == nil {
 			return out, err
 		}

@@ -3,6 +3,7 @@ package childcache
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -84,4 +85,52 @@ func TestConfigureTransform(t *testing.T) {
 	if diff := cmp.Diff([]any{0, map[string]string{"seen-by": "user transform"}}, []any{len(got.ManagedFields), got.Labels}); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+}
+
+// TestConfigureSharesKeys: the transform makes cached objects share one copy of each label and
+// annotation key (metadata, pod template, selectors), and changes no content.
+func TestConfigureSharesKeys(t *testing.T) {
+	var opts cache.Options
+	Configure(&opts, &appsv1.Deployment{})
+	// Each object gets its own copy of every key, as the JSON decoder gives it.
+	own := func(s string) string { return string([]byte(s)) }
+	deployment := func() *appsv1.Deployment {
+		labels := map[string]string{own("app.kubernetes.io/name"): "web"}
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels, Annotations: map[string]string{own("convergo.dev/node"): "web"}},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{own("app.kubernetes.io/name"): "web"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{own("app.kubernetes.io/name"): "web"}}},
+			},
+		}
+	}
+	var keys [][]*byte
+	for range 2 {
+		d := deployment()
+		want := d.DeepCopy()
+		out, err := opts.DefaultTransform(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, out); diff != "" {
+			t.Errorf("the transform changed the object (-want +got):\n%s", diff)
+		}
+		keys = append(keys, []*byte{keyData(d.Labels), keyData(d.Annotations), keyData(d.Spec.Selector.MatchLabels), keyData(d.Spec.Template.Labels)})
+	}
+	for i, k := range keys[0] {
+		if k != keys[1][i] {
+			t.Errorf("key %d: two objects keep two copies", i)
+		}
+	}
+	if keys[0][0] != keys[0][2] || keys[0][0] != keys[0][3] {
+		t.Error("the labels, the selector and the pod template of one object keep separate copies of one key")
+	}
+}
+
+// keyData returns where the bytes of the one key of m are.
+func keyData(m map[string]string) *byte {
+	for k := range m {
+		return unsafe.StringData(k)
+	}
+	return nil
 }
