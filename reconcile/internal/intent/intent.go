@@ -7,15 +7,18 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -73,7 +76,7 @@ func Of(obj runtime.Object, scheme *runtime.Scheme) (map[string]any, error) {
 		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 			return nil, fmt.Errorf("intent of %T: want a pointer to a struct", obj)
 		}
-		enc, keep, err := encodeStruct(v.Elem(), "")
+		enc, keep, err := encodeStruct(v.Elem())
 		if err != nil {
 			return nil, fmt.Errorf("intent of %s: %w", gvk.Kind, err)
 		}
@@ -235,11 +238,11 @@ var (
 
 // encodeValue encodes the value of a struct field. keep=false means "not set": the field is left
 // out. omitEmpty is the field's omitempty (or omitzero) tag option.
-func encodeValue(v reflect.Value, omitEmpty bool, path string) (any, bool, error) {
+func encodeValue(v reflect.Value, omitEmpty bool) (any, bool, error) {
 	if !v.IsValid() {
 		return nil, false, nil
 	}
-	if enc, handled, keep, err := encodeMarshaler(v, false, path); handled {
+	if enc, handled, keep, err := encodeMarshaler(v, false); handled {
 		return enc, keep, err
 	}
 	switch v.Kind() {
@@ -249,34 +252,34 @@ func encodeValue(v reflect.Value, omitEmpty bool, path string) (any, bool, error
 		}
 		if v.Elem().Kind() == reflect.Struct {
 			// A pointer to a struct is set even when the struct is empty: emptyDir: {}.
-			enc, keep, err := encodeValue(v.Elem(), false, path)
+			enc, keep, err := encodeValue(v.Elem(), false)
 			if err != nil || keep {
 				return enc, keep, err
 			}
 			return map[string]any{}, true, nil
 		}
-		return encodeElem(v.Elem(), path)
+		return encodeElem(v.Elem())
 	case reflect.Interface:
 		if v.IsNil() {
 			return nil, false, nil
 		}
-		return encodeValue(v.Elem(), omitEmpty, path)
+		return encodeValue(v.Elem(), omitEmpty)
 	case reflect.Struct:
-		return encodeStruct(v, path)
+		return encodeStruct(v)
 	case reflect.Map:
 		if v.Len() == 0 {
 			return nil, false, nil
 		}
 		if v.Type().Key().Kind() != reflect.String {
-			return nil, false, fmt.Errorf("%s: unsupported map key type %s", path, v.Type().Key())
+			return nil, false, fmt.Errorf("unsupported map key type %s", v.Type().Key())
 		}
 		out := make(map[string]any, v.Len())
 		iter := v.MapRange()
 		for iter.Next() {
 			key := iter.Key().String()
-			enc, _, err := encodeElem(iter.Value(), path+"."+key)
+			enc, _, err := encodeElem(iter.Value())
 			if err != nil {
-				return nil, false, err
+				return nil, false, at("."+key, err)
 			}
 			out[key] = enc // a map entry is set even when its value is zero
 		}
@@ -292,9 +295,9 @@ func encodeValue(v reflect.Value, omitEmpty bool, path string) (any, bool, error
 		}
 		out := make([]any, v.Len())
 		for i := range v.Len() {
-			enc, _, err := encodeElem(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			enc, _, err := encodeElem(v.Index(i))
 			if err != nil {
-				return nil, false, err
+				return nil, false, at(index(i), err)
 			}
 			out[i] = enc // an element's position is meaningful even when it is empty
 		}
@@ -328,16 +331,16 @@ func encodeValue(v reflect.Value, omitEmpty bool, path string) (any, bool, error
 		}
 		return normaliseFloat(v.Float()), true, nil
 	}
-	return nil, false, fmt.Errorf("%s: unsupported type %s", path, v.Type())
+	return nil, false, fmt.Errorf("unsupported type %s", v.Type())
 }
 
 // encodeElem encodes a list element, a map value or the target of a pointer: such a value is set
 // even when it is zero or empty (a JSON null for nil pointers, slices and maps).
-func encodeElem(v reflect.Value, path string) (any, bool, error) {
-	if enc, handled, keep, err := encodeMarshaler(v, true, path); handled {
+func encodeElem(v reflect.Value) (any, bool, error) {
+	if enc, handled, keep, err := encodeMarshaler(v, true); handled {
 		return enc, keep, err
 	}
-	enc, keep, err := encodeValue(v, false, path)
+	enc, keep, err := encodeValue(v, false)
 	if err != nil || keep {
 		return enc, keep, err
 	}
@@ -371,7 +374,7 @@ func normaliseFloat(f float64) any {
 // encodeMarshaler handles values with their own JSON or text encoding. A zero value is not set
 // unless elem is true (a list element, a map value or the target of a pointer); a value that
 // encodes to null is never set.
-func encodeMarshaler(v reflect.Value, elem bool, path string) (enc any, handled, keep bool, err error) {
+func encodeMarshaler(v reflect.Value, elem bool) (enc any, handled, keep bool, err error) {
 	if !v.CanInterface() {
 		return nil, false, false, nil
 	}
@@ -403,15 +406,18 @@ func encodeMarshaler(v reflect.Value, elem bool, path string) (enc any, handled,
 	default:
 		return nil, false, false, nil
 	}
+	if enc, ok := encodeKnown(m); ok {
+		return enc, true, true, nil
+	}
 	data, err := json.Marshal(m)
 	if err != nil {
-		return nil, true, false, fmt.Errorf("%s: %w", path, err)
+		return nil, true, false, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var out any
 	if err := dec.Decode(&out); err != nil {
-		return nil, true, false, fmt.Errorf("%s: %w", path, err)
+		return nil, true, false, err
 	}
 	out = normaliseNumbers(out)
 	if out == nil {
@@ -421,6 +427,34 @@ func encodeMarshaler(v reflect.Value, elem bool, path string) (enc any, handled,
 		out = heldQuantity(q)
 	}
 	return out, true, true, nil
+}
+
+// encodeKnown encodes, without a JSON round trip, the marshalers most children hold (a Service's
+// targetPort, a rollout's maxSurge, a container's resources), as the round trip would: an
+// IntOrString as its number or string, a Quantity in the canonical form the API server holds.
+func encodeKnown(m any) (any, bool) {
+	switch x := m.(type) {
+	case intstr.IntOrString:
+		return intOrString(x)
+	case *intstr.IntOrString:
+		return intOrString(*x)
+	case resource.Quantity:
+		return heldQuantity(x.String()), true
+	case *resource.Quantity:
+		return heldQuantity(x.String()), true
+	}
+	return nil, false
+}
+
+// intOrString encodes x as its MarshalJSON does; false for a type it refuses.
+func intOrString(x intstr.IntOrString) (any, bool) {
+	switch x.Type {
+	case intstr.Int:
+		return int64(x.IntVal), true
+	case intstr.String:
+		return x.StrVal, true
+	}
+	return nil, false
 }
 
 var (
@@ -464,9 +498,9 @@ func normaliseNumbers(v any) any {
 
 // encodeStruct encodes the exported fields of a struct by their json tags. keep=false when no
 // field is set.
-func encodeStruct(v reflect.Value, path string) (any, bool, error) {
+func encodeStruct(v reflect.Value) (any, bool, error) {
 	out := map[string]any{}
-	if err := encodeFields(v, path, out); err != nil {
+	if err := encodeFields(v, out); err != nil {
 		return nil, false, err
 	}
 	if len(out) == 0 {
@@ -475,7 +509,7 @@ func encodeStruct(v reflect.Value, path string) (any, bool, error) {
 	return out, true, nil
 }
 
-func encodeFields(v reflect.Value, path string, out map[string]any) error {
+func encodeFields(v reflect.Value, out map[string]any) error {
 	for _, f := range structFieldsOf(v.Type()) {
 		fv := v.Field(f.index)
 		if f.viaPointer {
@@ -485,14 +519,14 @@ func encodeFields(v reflect.Value, path string, out map[string]any) error {
 			fv = fv.Elem()
 		}
 		if f.inline {
-			if err := encodeFields(fv, path, out); err != nil {
+			if err := encodeFields(fv, out); err != nil {
 				return err
 			}
 			continue
 		}
-		enc, keep, err := encodeValue(fv, f.omitEmpty, path+"."+f.name)
+		enc, keep, err := encodeValue(fv, f.omitEmpty)
 		if err != nil {
-			return err
+			return at("."+f.name, err)
 		}
 		if keep {
 			out[f.name] = enc
@@ -621,7 +655,11 @@ func isSubset(intent, live any, quantities bool) (bool, string) {
 // Lists of kinds without a schema (custom resources) keep the ordered-subsequence rule: additions by
 // others are never reverted there. ks nil means no schema.
 func isSubsetWith(intent, live any, quantities bool, ks *kindSchema) (bool, string) {
-	return comparison{quantities: quantities}.subset(intent, live, "", ks.rootType())
+	ok, path := comparison{quantities: quantities}.subset(intent, live, ks.rootType())
+	if !ok {
+		return false, pathOr(path)
+	}
+	return true, ""
 }
 
 // comparison is one isSubset run.
@@ -629,12 +667,15 @@ type comparison struct {
 	quantities bool
 }
 
-func (c comparison) subset(intent, live any, path string, t typeAt) (bool, string) {
+// subset reports whether intent holds in live and, when not, the path of the first difference relative
+// to them ("" for the values themselves). Paths are built on the way back, only for a difference: a
+// comparison that holds builds none.
+func (c comparison) subset(intent, live any, t typeAt) (bool, string) {
 	switch iv := intent.(type) {
 	case map[string]any:
 		lv, ok := live.(map[string]any)
 		if !ok {
-			return false, pathOr(path)
+			return false, ""
 		}
 		for k, e := range iv {
 			l, found := lv[k]
@@ -642,16 +683,16 @@ func (c comparison) subset(intent, live any, path string, t typeAt) (bool, strin
 				if e == nil {
 					continue
 				}
-				return false, path + "." + k
+				return false, "." + k
 			}
-			if ok, p := c.subset(e, l, path+"."+k, t.field(k)); !ok {
-				return false, p
+			if ok, p := c.subset(e, l, t.field(k)); !ok {
+				return false, "." + k + p
 			}
 		}
 		if t.atomicMap() {
 			for k := range lv {
 				if _, declared := iv[k]; !declared {
-					return false, path + "." + k
+					return false, "." + k
 				}
 			}
 		}
@@ -659,42 +700,45 @@ func (c comparison) subset(intent, live any, path string, t typeAt) (bool, strin
 	case []any:
 		lv, ok := live.([]any)
 		if !ok {
-			return false, pathOr(path)
+			return false, ""
 		}
-		return c.list(iv, lv, path, t)
+		return c.list(iv, lv, t)
 	case nil:
 		if live == nil {
 			return true, ""
 		}
-		return false, pathOr(path)
+		return false, ""
 	}
 	if c.scalarEqual(intent, live) {
 		return true, ""
 	}
-	return false, pathOr(path)
+	return false, ""
 }
 
-// list compares a list by its merge semantics (see isSubsetWith).
-func (c comparison) list(iv, lv []any, path string, t typeAt) (bool, string) {
+// index is the path segment of list element i.
+func index(i int) string { return "[" + strconv.Itoa(i) + "]" }
+
+// list compares a list by its merge semantics (see isSubsetWith); the path is relative, as subset's.
+func (c comparison) list(iv, lv []any, t typeAt) (bool, string) {
 	kind, keys, elem := t.list()
 	switch kind {
 	case listAtomic:
 		for i, e := range iv {
 			if i >= len(lv) {
-				return false, fmt.Sprintf("%s[%d]", path, i)
+				return false, index(i)
 			}
-			if ok, p := c.subset(e, lv[i], fmt.Sprintf("%s[%d]", path, i), elem); !ok {
-				return false, p
+			if ok, p := c.subset(e, lv[i], elem); !ok {
+				return false, index(i) + p
 			}
 		}
 		if len(lv) > len(iv) {
-			return false, fmt.Sprintf("%s[%d]", path, len(iv))
+			return false, index(len(iv))
 		}
 		return true, ""
 	case listSet, listMap:
 		for i, e := range iv {
 			if !c.anyMatches(e, lv, keys, elem) {
-				return false, fmt.Sprintf("%s[%d]", path, i)
+				return false, index(i)
 			}
 		}
 		return true, ""
@@ -703,7 +747,7 @@ func (c comparison) list(iv, lv []any, path string, t typeAt) (bool, string) {
 	for i, e := range iv {
 		matched := false
 		for j < len(lv) {
-			ok, _ := c.subset(e, lv[j], "", elem)
+			ok, _ := c.subset(e, lv[j], elem)
 			j++
 			if ok {
 				matched = true
@@ -711,7 +755,7 @@ func (c comparison) list(iv, lv []any, path string, t typeAt) (bool, string) {
 			}
 		}
 		if !matched {
-			return false, fmt.Sprintf("%s[%d]", path, i)
+			return false, index(i)
 		}
 	}
 	return true, ""
@@ -729,7 +773,7 @@ func (c comparison) anyMatches(e any, lv []any, keys []string, elem typeAt) bool
 				continue
 			}
 		}
-		if ok, _ := c.subset(e, l, "", elem); ok {
+		if ok, _ := c.subset(e, l, elem); ok {
 			return true
 		}
 	}
@@ -863,4 +907,24 @@ func liveContent(obj client.Object) (map[string]any, error) {
 		return nil, fmt.Errorf("convert live %T: %w", obj, err)
 	}
 	return m, nil
+}
+
+// pathError is an encoding error with the path of the field it is about, built on the way back up
+// (".spec.template.spec.containers[0].resources"), so that encoding what succeeds builds no path.
+type pathError struct {
+	path string
+	err  error
+}
+
+func (e *pathError) Error() string { return e.path + ": " + e.err.Error() }
+
+func (e *pathError) Unwrap() error { return e.err }
+
+// at returns err with seg in front of its path.
+func at(seg string, err error) error {
+	var pe *pathError
+	if errors.As(err, &pe) {
+		return &pathError{path: seg + pe.path, err: pe.err}
+	}
+	return &pathError{path: seg, err: err}
 }

@@ -486,7 +486,7 @@ func TestEncodeStructFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := encodeStruct(reflect.ValueOf(tt.in), "")
+			got, _, err := encodeStruct(reflect.ValueOf(tt.in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -494,5 +494,22 @@ func TestEncodeStructFields(t *testing.T) {
 				t.Errorf("encodeStruct (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestEncodeErrorNamesThePath: an encoding error names the field it is about, built on the way back
+// up, through struct fields, map keys and list elements.
+func TestEncodeErrorNamesThePath(t *testing.T) {
+	type leaf struct {
+		C chan int `json:"c"`
+	}
+	type holder struct {
+		Items []map[string]leaf `json:"items"`
+	}
+	in := holder{Items: []map[string]leaf{{}, {"k": {C: make(chan int)}}}}
+	_, _, err := encodeStruct(reflect.ValueOf(in))
+	want := ".items[1].k.c: unsupported type chan int"
+	if err == nil || err.Error() != want {
+		t.Errorf("error = %v, want %q", err, want)
 	}
 }
