@@ -417,3 +417,29 @@ func TestReconcilerExternalNode(t *testing.T) {
 		t.Errorf("the owner is not gone once the external object is: %v", err)
 	}
 }
+
+// TestReconcilerExternalTerminalError: an External that answers controller-runtime's TerminalError
+// stalls the object, naming the node, and the reconcile is returned terminal (no retry).
+func TestReconcilerExternalTerminalError(t *testing.T) {
+	e := newDirectEnv(t)
+	things := &memThings{owner: map[string]string{}, down: ctrlreconcile.TerminalError(errors.New("quota exhausted"))}
+	e.r = reconcile.NewDirect(e.c, e.c, e.c.Scheme(), reconcile.Hooks[*testapi.Widget]{
+		Children: func(_ context.Context, w *testapi.Widget) (*graph.Graph, error) {
+			g := graph.New()
+			graph.AddExternal(g, "db", things, w.Name+"-db", "v1")
+			return g, nil
+		},
+	})
+	_, err := e.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: e.key})
+	if !errors.Is(err, ctrlreconcile.TerminalError(nil)) {
+		t.Errorf("reconcile error = %v, want a terminal error", err)
+	}
+	var w testapi.Widget
+	if err := e.c.Get(t.Context(), e.key, &w); err != nil {
+		t.Fatal(err)
+	}
+	if c := status.Get(&w, status.Stalled); c == nil || c.Reason != reconcile.ReasonTerminalError ||
+		!strings.Contains(c.Message, `external node "db" (mem.thing w-db): observe: quota exhausted`) {
+		t.Errorf("Stalled = %+v", c)
+	}
+}
