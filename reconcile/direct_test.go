@@ -439,7 +439,7 @@ func TestReconcilerExternalTerminalError(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := status.Get(&w, status.Stalled); c == nil || c.Reason != reconcile.ReasonTerminalError ||
-		!strings.Contains(c.Message, `external node "db" (mem.thing w-db): observe: quota exhausted`) {
+		!strings.Contains(c.Message, `external node "db" (mem.thing w-db): observe: terminal error: quota exhausted`) {
 		t.Errorf("Stalled = %+v", c)
 	}
 }
