@@ -19,6 +19,7 @@ import (
 	"github.com/convergo-dev/convergo/examples/database/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/database/controller"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/optest"
@@ -186,6 +187,20 @@ func TestDatabaseLifecycle(t *testing.T) {
 		harness.WaitForObject(t, f.env.Client, key, db, timeout, conditionsAre(ready))
 		waitForCredentials(t, f.env.Client, db)
 	}
+
+	// A grant the spec no longer declares is pruned: revoked in PostgreSQL, then dropped from the
+	// record on the Database.
+	optest.MergePatch(t, f.env.Client, db, `{"spec":{"grants":null}}`)
+	harness.Eventually(t, timeout, func() (bool, string) {
+		var now v1alpha1.Database
+		if err := f.env.Client.Get(t.Context(), key, &now); err != nil {
+			return false, err.Error()
+		}
+		recorded := now.Annotations[graph.ExternalAnnotation]
+		revoked := !f.is(t, `SELECT EXISTS (SELECT 1 FROM pg_database d, aclexplode(d.datacl) a JOIN pg_roles r ON r.oid = a.grantee
+			WHERE d.datname = $1 AND r.rolname = 'reporting')`, name)
+		return revoked && !strings.Contains(recorded, "postgres.grant"), fmt.Sprintf("revoked %v, recorded %s", revoked, recorded)
+	})
 
 	// Ordered deletion: revoking, then dropping the database, then the role; the finalizer goes last.
 	if err := f.env.Client.Delete(t.Context(), db); err != nil {
