@@ -60,17 +60,15 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 		destructive = len(out.pruned) > 0
 	)
 	if out.result != nil {
-		nodes := map[string]*graph.Node{}
-		if out.graph != nil {
-			for _, n := range out.graph.Nodes() {
-				nodes[n.Name()] = n
-			}
-		}
 		for _, c := range out.result.Children {
 			if c.Operation == "" {
 				continue
 			}
-			if extKind, id, ok := nodes[c.Name].External(); ok {
+			var n *graph.Node
+			if out.graph != nil {
+				n = out.graph.Node(c.Name)
+			}
+			if extKind, id, ok := n.External(); ok {
 				r.metrics.childOperation(extKind, string(c.Operation))
 				if c.Operation != apply.OperationUnchanged {
 					entries = append(entries, noteEntry{verb: noteVerbs[c.Operation], what: extKind + " " + id})
@@ -78,8 +76,8 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 				continue
 			}
 			child := c.Object
-			if child == nil && nodes[c.Name] != nil {
-				child = nodes[c.Name].Object()
+			if child == nil && n != nil {
+				child = n.Object()
 			}
 			kind := r.kindOf(child)
 			r.metrics.childOperation(kind, string(c.Operation))

@@ -809,16 +809,24 @@ func (r *Reconciler[T]) failed(out outcome, err error) outcome {
 // setConditions sets Ready / Reconciling / Stalled from the outcome and, under WithConditions, from
 // the author's conditions too, and reports whether the conditions changed.
 func (r *Reconciler[T]) setConditions(obj T, out outcome) bool {
+	if r.summary != nil {
+		return r.setSummarized(obj, out)
+	}
+	resumed := status.Remove(obj, ConditionSuspended)
+	return r.setOutcome(obj, out) || resumed
+}
+
+// setSummarized is setConditions under WithConditions: Ready is set from the outcome, then derived
+// again from the author's conditions (status.Summarize).
+func (r *Reconciler[T]) setSummarized(obj T, out outcome) bool {
 	before := slices.Clone(obj.GetConditions())
 	status.Remove(obj, ConditionSuspended)
 	r.setOutcome(obj, out)
-	if r.summary != nil {
-		s := *r.summary
-		if ready := status.Get(obj, status.Ready); ready != nil && ready.Status == metav1.ConditionTrue {
-			s.Reason, s.Message = ready.Reason, ready.Message
-		}
-		status.Summarize(obj, s)
+	s := *r.summary
+	if ready := status.Get(obj, status.Ready); ready != nil && ready.Status == metav1.ConditionTrue {
+		s.Reason, s.Message = ready.Reason, ready.Message
 	}
+	status.Summarize(obj, s)
 	// Ready was set twice: a status it held before and holds again keeps its transition time.
 	conds := slices.Clone(obj.GetConditions())
 	for i, c := range conds {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -182,16 +183,11 @@ func validateExternal(n *Node) error {
 	case e.badPolicy != "":
 		return fmt.Errorf("%w: external node %q: deletion propagation %s applies to cluster children only; use KeepOnDelete to keep the object", ErrInvalidGraph, n.name, e.badPolicy)
 	}
-	for _, r := range e.ops.kind {
-		if r == '/' {
-			return fmt.Errorf("%w: external node %q: kind %q contains \"/\"", ErrInvalidGraph, n.name, e.ops.kind)
-		}
+	if strings.ContainsRune(e.ops.kind, '/') {
+		return fmt.Errorf("%w: external node %q: kind %q contains \"/\"", ErrInvalidGraph, n.name, e.ops.kind)
 	}
 	return nil
 }
-
-// ownerMark is the owner mark of owner's external objects: its UID.
-func ownerMark(uid string) string { return uid }
 
 // applyExternal observes an external node whose dependencies are ready and creates or updates it when
 // needed; waiting holds what the node waits for, if anything.
@@ -206,21 +202,21 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 	if err != nil {
 		return fail("observe", err)
 	}
-	mark := ownerMark(rec.uid())
+	entry := ExternalRecord{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}
 	switch {
 	case !obs.Exists:
-		if err := rec.add(ctx, ExternalRecord{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}); err != nil {
+		if err := rec.add(ctx, entry); err != nil {
 			return fail("record", err)
 		}
 		cr.Operation = apply.OperationCreated
-	case obs.Owner == mark, obs.Owner == "" && rec.has(e.ops.kind, e.id):
+	case rec.owns(obs, e.ops.kind, e.id):
 		if obs.UpToDate {
 			cr.Operation = apply.OperationUnchanged
 			break
 		}
 		cr.Operation = apply.OperationUpdated
 	case e.adopt:
-		if err := rec.add(ctx, ExternalRecord{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}); err != nil {
+		if err := rec.add(ctx, entry); err != nil {
 			return fail("record", err)
 		}
 		cr.Operation = apply.OperationUpdated // taken over: marked as the owner's
@@ -234,14 +230,14 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 			n.name, e.ops.kind, e.id, ErrNotOwned, why)
 	}
 	if cr.Operation != apply.OperationUnchanged {
-		if err := rec.mayWrite(); err != nil {
+		if err := rec.a.MayWrite(); err != nil {
 			return fail("write", err)
 		}
 		step := "update"
 		if cr.Operation == apply.OperationCreated {
 			step = "create"
 		}
-		if err := e.ops.apply(ctx, e.id, mark); err != nil {
+		if err := e.ops.apply(ctx, e.id, rec.mark()); err != nil {
 			return fail(step, err)
 		}
 		if obs, err = e.ops.observe(ctx, e.id); err != nil {
@@ -250,7 +246,7 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 	} else if !rec.has(e.ops.kind, e.id) || rec.keep(e.ops.kind, e.id) != e.keep {
 		// Marked as the owner's but not recorded (a record lost with a restored owner), or its
 		// deletion policy changed: the record must name it for pruning and deletion.
-		if err := rec.add(ctx, ExternalRecord{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}); err != nil {
+		if err := rec.add(ctx, entry); err != nil {
 			return fail("record", err)
 		}
 	}
@@ -286,12 +282,10 @@ func deleteExternal(ctx context.Context, rec *record, ops externalOps, id string
 	if err != nil {
 		return false, fmt.Errorf("observe: %w", err)
 	}
-	mark := ownerMark(rec.uid())
-	ours := obs.Owner == mark || obs.Owner == "" && rec.has(ops.kind, id)
-	if !obs.Exists || !ours {
+	if !obs.Exists || !rec.owns(obs, ops.kind, id) {
 		return true, nil
 	}
-	if err := rec.mayWrite(); err != nil {
+	if err := rec.a.MayWrite(); err != nil {
 		return false, err
 	}
 	if keep {
@@ -319,8 +313,8 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// due reports whether the deletion of the i-th node was due: every node depending on it is gone.
-func (g *Graph) due(i int, dependents [][]int, gone []bool) bool {
+// due reports whether the deletion of the i-th node is due: every node depending on it is gone.
+func due(i int, dependents [][]int, gone []bool) bool {
 	for _, j := range dependents[i] {
 		if !gone[j] {
 			return false

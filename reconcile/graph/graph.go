@@ -630,10 +630,8 @@ func (g *Graph) Delete(ctx context.Context, a *apply.Applier, owner client.Objec
 		rec   = newRecord(a, owner)
 	)
 	inDependencyOrder(dependents, func(i int) { // gone[j] of each dependent j is final
-		for _, j := range dependents[i] {
-			if !gone[j] {
-				return // held back by a dependent that still exists
-			}
+		if !due(i, dependents, gone) {
+			return // held back by a dependent that still exists
 		}
 		if e := g.index[order[i]].ext; e != nil {
 			if gone[i], errs[i] = deleteExternal(ctx, rec, e.ops, e.id, e.keep); errs[i] != nil {
@@ -656,7 +654,7 @@ func (g *Graph) Delete(ctx context.Context, a *apply.Applier, owner client.Objec
 		if steps[i].Live != nil && errs[i] == nil {
 			res.Waiting = append(res.Waiting, order[i]+": "+a.Describe(steps[i].Live))
 		}
-		if e := g.index[order[i]].ext; e != nil && !gone[i] && errs[i] == nil && g.due(i, dependents, gone) {
+		if e := g.index[order[i]].ext; e != nil && !gone[i] && errs[i] == nil && due(i, dependents, gone) {
 			res.Waiting = append(res.Waiting, fmt.Sprintf("%s: %s %s", order[i], e.ops.kind, e.id))
 		}
 		res.Done = res.Done && gone[i]

@@ -70,7 +70,14 @@ func readRecord(owner client.Object) ([]ExternalRecord, error) {
 	return entries, nil
 }
 
-func (r *record) uid() string { return string(r.owner.GetUID()) }
+// mark is the owner mark of the owner's external objects: its UID.
+func (r *record) mark() string { return string(r.owner.GetUID()) }
+
+// owns reports whether the observed object id of kind is the owner's: it carries the owner's mark, or
+// no mark and the record names it.
+func (r *record) owns(obs Observation, kind, id string) bool {
+	return obs.Owner == r.mark() || obs.Owner == "" && r.has(kind, id)
+}
 
 // has reports whether the record names the object id of kind.
 func (r *record) has(kind, id string) bool {
@@ -170,6 +177,3 @@ func (r *record) write(ctx context.Context, entries []ExternalRecord) error {
 	r.entries = entries
 	return nil
 }
-
-// mayWrite reports whether the Applier may write (a sharded controller's member still holds the owner).
-func (r *record) mayWrite() error { return r.a.MayWrite() }

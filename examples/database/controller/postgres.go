@@ -76,7 +76,7 @@ func (r Roles) Observe(ctx context.Context, name string, want RoleState) (graph.
 
 // Apply creates the role or sets its password and login, and marks it.
 func (r Roles) Apply(ctx context.Context, name string, want RoleState, owner string) error {
-	return inTx(ctx, r.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, name).Scan(&exists); err != nil {
 			return err
@@ -217,7 +217,7 @@ func (g Grants) Apply(ctx context.Context, id string, want GrantState, _ string)
 	if err != nil {
 		return err
 	}
-	return inTx(ctx, g.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, g.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf("REVOKE ALL ON DATABASE %s FROM %s", ident(database), ident(role))); err != nil {
 			return err
 		}
@@ -259,11 +259,6 @@ func release(ctx context.Context, pool *pgxpool.Pool, kind, existsQuery, name st
 	}
 	_, err := pool.Exec(ctx, fmt.Sprintf("COMMENT ON %s %s IS NULL", kind, ident(name)))
 	return err
-}
-
-// inTx runs f in a transaction.
-func inTx(ctx context.Context, pool *pgxpool.Pool, f func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, pool, f)
 }
 
 // verifies reports whether password matches a SCRAM-SHA-256 verifier as PostgreSQL stores it in
