@@ -249,14 +249,16 @@ type applyCall struct {
 	gvk    schema.GroupVersionKind
 	id     objectID
 	scheme *runtime.Scheme
-	// intent and hash are computed when first needed (see computeIntent).
+	// intent is computed when first needed (see computeIntent); hash, the digest of the whole intent
+	// that the record of writes keeps, only for a write (see intentHash): a converged child's check
+	// needs neither it nor its encoding.
 	intent map[string]any
 	hash   string
 	// stamped: intent carries intent.HashAnnotation (set when first needed, see stamp).
 	stamped bool
 }
 
-// computeIntent computes the intent of the prepared desired object and its hash, once.
+// computeIntent computes the intent of the prepared desired object, once.
 func (c *applyCall) computeIntent() error {
 	if c.intent != nil {
 		return nil
@@ -265,11 +267,25 @@ func (c *applyCall) computeIntent() error {
 	if err != nil {
 		return fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
-	if c.hash, err = intent.Hash(in); err != nil {
-		return fmt.Errorf("apply %s: %w", c.describe(), err)
-	}
 	c.intent = in
 	return nil
+}
+
+// intentHash returns the digest of the whole intent (intent.Hash, which ignores the intent-hash
+// annotation, so it is the same before and after stamp), computed once.
+func (c *applyCall) intentHash() (string, error) {
+	if c.hash != "" {
+		return c.hash, nil
+	}
+	if err := c.computeIntent(); err != nil {
+		return "", err
+	}
+	h, err := intent.Hash(c.intent)
+	if err != nil {
+		return "", fmt.Errorf("apply %s: %w", c.describe(), err)
+	}
+	c.hash = h
+	return h, nil
 }
 
 // stamp sets intent.HashAnnotation on the intent, once.
@@ -386,10 +402,11 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 	if same {
 		return live, OperationUnchanged, nil
 	}
-	if err := c.computeIntent(); err != nil {
+	hash, err := c.intentHash()
+	if err != nil {
 		return live, "", err
 	}
-	if a.known.lagging(c.id, live, c.hash) {
+	if a.known.lagging(c.id, live, hash) {
 		logf.FromContext(ctx).V(1).Info("cache has not seen our last write yet; not writing again", "object", c.describe())
 		return live, OperationUnchanged, nil
 	}
@@ -519,6 +536,9 @@ func sameObject(live client.Object) applyGuard { return applyGuard{uid: live.Get
 // under guard g.
 func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuard) (client.Object, error) {
 	if err := c.stamp(); err != nil {
+		return nil, err
+	}
+	if _, err := c.intentHash(); err != nil { // for the record of the write
 		return nil, err
 	}
 	body, err := applyBody(c.intent, g)

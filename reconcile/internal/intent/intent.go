@@ -887,7 +887,7 @@ func Stamp(intent map[string]any) error {
 // HashAnnotation; path names the first difference. fromUnstructured says the intent came from an
 // unstructured object, whose strings may be quantities.
 func Holds(intent map[string]any, live client.Object, gvk schema.GroupVersionKind, fromUnstructured bool) (same bool, path string, err error) {
-	content, err := liveContent(live)
+	content, err := liveContent(live, intent)
 	if err != nil {
 		return false, "", err
 	}
@@ -895,18 +895,6 @@ func Holds(intent map[string]any, live client.Object, gvk schema.GroupVersionKin
 	content["apiVersion"], content["kind"] = intent["apiVersion"], intent["kind"]
 	same, path = isSubsetWith(intent, content, fromUnstructured, schemaFor(gvk))
 	return same, path, nil
-}
-
-// liveContent converts a live object to its unstructured content.
-func liveContent(obj client.Object) (map[string]any, error) {
-	if u, ok := obj.(runtime.Unstructured); ok {
-		return u.UnstructuredContent(), nil
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, fmt.Errorf("convert live %T: %w", obj, err)
-	}
-	return m, nil
 }
 
 // pathError is an encoding error with the path of the field it is about, built on the way back up
