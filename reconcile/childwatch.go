@@ -60,8 +60,12 @@ type childWatch struct {
 	every bool
 
 	mu sync.Mutex
-	// verdicts holds, by child UID, the check of the owner's last reconcile and its verdict then.
+	// verdicts holds, by child UID, the check of the owner's last reconcile and its verdict then, for
+	// the children of nodes with ReadyWhen; judged holds the resourceVersion judged of the others
+	// (ready once they exist), which is all their verdict says. Most children have no check, and
+	// the two maps keep each verdict at its size.
 	verdicts map[types.UID]verdict
+	judged   map[types.UID]string
 	// busy holds the owners whose reconciles are judging their children, with the updates held.
 	busy map[types.NamespacedName]*judgingOwner
 }
@@ -69,12 +73,44 @@ type childWatch struct {
 // verdict is a child's readiness as the owner's last reconcile judged it.
 type verdict struct {
 	// check is the node's ReadyWhen; nil for a node without one (ready once it exists).
-	check  graph.ReadyCheck
-	ready  bool
+	check graph.ReadyCheck
+	// reason is why the child was not ready; "" when it was (see judge).
 	reason string
 	// rv is the resourceVersion of the object judged (often the answer to the reconcile's own write).
 	rv string
 }
+
+// lookup returns the verdict remembered for the child uid. Callers hold mu.
+func (w *childWatch) lookup(uid types.UID) (verdict, bool) {
+	if v, ok := w.verdicts[uid]; ok {
+		return v, true
+	}
+	rv, ok := w.judged[uid]
+	return verdict{rv: rv}, ok
+}
+
+// set remembers v for the child uid. Callers hold mu.
+func (w *childWatch) set(uid types.UID, v verdict) {
+	if _, ok := w.lookup(uid); !ok && w.count() >= maxVerdicts {
+		w.shrink()
+	}
+	if v.check == nil {
+		delete(w.verdicts, uid)
+		w.judged[uid] = v.rv
+		return
+	}
+	delete(w.judged, uid)
+	w.verdicts[uid] = v
+}
+
+// drop forgets the verdict of the child uid. Callers hold mu.
+func (w *childWatch) drop(uid types.UID) {
+	delete(w.verdicts, uid)
+	delete(w.judged, uid)
+}
+
+// count is how many verdicts are remembered. Callers hold mu.
+func (w *childWatch) count() int { return len(w.verdicts) + len(w.judged) }
 
 // judgingOwner is an owner whose reconciles are judging its children.
 type judgingOwner struct {
@@ -91,7 +127,7 @@ type heldUpdate struct {
 }
 
 func newChildWatch(owner schema.GroupKind, every bool) *childWatch {
-	return &childWatch{owner: owner, every: every, verdicts: map[types.UID]verdict{}, busy: map[types.NamespacedName]*judgingOwner{}}
+	return &childWatch{owner: owner, every: every, verdicts: map[types.UID]verdict{}, judged: map[types.UID]string{}, busy: map[types.NamespacedName]*judgingOwner{}}
 }
 
 // handler wraps inner, the handler of child events, with the update filter.
@@ -143,7 +179,7 @@ func (j *judging) finish(remembered bool) {
 		verdicts := make([]verdict, len(held))
 		known := make([]bool, len(held))
 		for i, h := range held {
-			verdicts[i], known[i] = w.verdicts[h.new.GetUID()]
+			verdicts[i], known[i] = w.lookup(h.new.GetUID())
 		}
 		w.mu.Unlock()
 		for i, h := range held {
@@ -168,19 +204,16 @@ func (w *childWatch) remember(j *judging, g *graph.Graph, res *graph.Result) {
 			continue
 		}
 		check := n.Readiness()
-		v := verdict{check: check, ready: true, rv: c.Object.GetResourceVersion()}
+		v := verdict{check: check, rv: c.Object.GetResourceVersion()}
 		ok := true
 		if check != nil {
-			v.ready, v.reason, ok = judge(check, c.Object)
+			_, v.reason, ok = judge(check, c.Object)
 		}
 		w.mu.Lock()
-		if !ok {
-			delete(w.verdicts, c.Object.GetUID())
+		if ok {
+			w.set(c.Object.GetUID(), v)
 		} else {
-			if _, exists := w.verdicts[c.Object.GetUID()]; !exists && len(w.verdicts) >= maxVerdicts {
-				w.shrink()
-			}
-			w.verdicts[c.Object.GetUID()] = v
+			w.drop(c.Object.GetUID())
 		}
 		w.mu.Unlock()
 	}
@@ -189,13 +222,19 @@ func (w *childWatch) remember(j *judging, g *graph.Graph, res *graph.Result) {
 
 // shrink drops half of the verdicts (any half: a lost verdict only wakes an owner). Callers hold mu.
 func (w *childWatch) shrink() {
-	drop := len(w.verdicts) / 2
-	for uid := range w.verdicts {
-		if drop == 0 {
+	halve(w.verdicts)
+	halve(w.judged)
+}
+
+// halve deletes half of m's entries, any half.
+func halve[V any](m map[types.UID]V) {
+	n := len(m) / 2
+	for uid := range m {
+		if n == 0 {
 			return
 		}
-		delete(w.verdicts, uid)
-		drop--
+		delete(m, uid)
+		n--
 	}
 }
 
@@ -203,14 +242,14 @@ func (w *childWatch) shrink() {
 func (w *childWatch) forget(uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.verdicts, uid)
+	w.drop(uid)
 }
 
 // remembered returns how many verdicts are remembered.
 func (w *childWatch) remembered() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.verdicts)
+	return w.count()
 }
 
 // update decides the update of a child from old to new (see childWatch): pass wakes the owner; it is
@@ -232,7 +271,7 @@ func (w *childWatch) update(old, new client.Object, pass func()) {
 		w.mu.Unlock()
 		return
 	}
-	v, known := w.verdicts[new.GetUID()]
+	v, known := w.lookup(new.GetUID())
 	w.mu.Unlock()
 	if matters(v, known, old, new) {
 		pass()
@@ -260,8 +299,8 @@ func matters(v verdict, known bool, old, new client.Object) bool {
 	case v.check == nil:
 		return false // ready once it exists
 	}
-	ready, reason, ok := judge(v.check, new)
-	return !ok || ready != v.ready || reason != v.reason
+	_, reason, ok := judge(v.check, new)
+	return !ok || reason != v.reason
 }
 
 // judge runs check on live as Graph.Apply does (a ready child has no reason, a child not ready

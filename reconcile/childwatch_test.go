@@ -71,9 +71,9 @@ func TestChildWatchWakes(t *testing.T) {
 	type mutate func(client.Object)
 	deploy := func(f func(*appsv1.Deployment)) mutate { return func(o client.Object) { f(o.(*appsv1.Deployment)) } }
 	remembered := func(check graph.ReadyCheck) map[types.UID]verdict {
-		v := verdict{check: check, ready: true}
+		v := verdict{check: check}
 		if check != nil {
-			v.ready, v.reason, _ = judge(check, deployment())
+			_, v.reason, _ = judge(check, deployment())
 		}
 		return map[types.UID]verdict{"uid-web": v}
 	}
@@ -92,10 +92,10 @@ func TestChildWatchWakes(t *testing.T) {
 			verdicts: remembered(available), want: false},
 		{name: "status only, verdict flips", change: deploy(func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2; d.Spec.Replicas = ptr.To[int32](2) }),
 			old:      &appsv1.Deployment{ObjectMeta: trackedMeta("web", "1"), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}},
-			verdicts: map[types.UID]verdict{"uid-web": {check: available, ready: false, reason: "0/2 replicas available"}}, want: true},
+			verdicts: map[types.UID]verdict{"uid-web": {check: available, reason: "0/2 replicas available"}}, want: true},
 		{name: "status only, the reason changes", change: deploy(func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 1 }),
 			old:      &appsv1.Deployment{ObjectMeta: trackedMeta("web", "1"), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}},
-			verdicts: map[types.UID]verdict{"uid-web": {check: available, ready: false, reason: "0/2 replicas available"}}, want: true},
+			verdicts: map[types.UID]verdict{"uid-web": {check: available, reason: "0/2 replicas available"}}, want: true},
 		{name: "status only, ready to not ready", change: deploy(func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 1 }),
 			verdicts: remembered(available), want: true},
 		{name: "status only, no remembered verdict", change: deploy(func(d *appsv1.Deployment) { d.Status.ReadyReplicas = 2 }),
@@ -105,7 +105,7 @@ func TestChildWatchWakes(t *testing.T) {
 		{name: "status only, the owner is being reconciled", change: deploy(func(d *appsv1.Deployment) { d.Status.ReadyReplicas = 2 }),
 			verdicts: remembered(available), busy: true, want: true},
 		{name: "status only, the check panics", change: deploy(func(d *appsv1.Deployment) { d.Status.ReadyReplicas = 2 }),
-			verdicts: map[types.UID]verdict{"uid-web": {check: func(client.Object) (bool, string) { panic("boom") }, ready: true}}, want: true},
+			verdicts: map[types.UID]verdict{"uid-web": {check: func(client.Object) (bool, string) { panic("boom") }}}, want: true},
 		{name: "status only, every change wakes", every: true, change: deploy(func(d *appsv1.Deployment) { d.Status.ReadyReplicas = 2 }),
 			verdicts: remembered(available), want: true},
 		{name: "managedFields only", change: func(o client.Object) {
@@ -124,11 +124,11 @@ func TestChildWatchWakes(t *testing.T) {
 		{name: "deletion timestamp", change: func(o client.Object) { o.SetDeletionTimestamp(&metav1.Time{Time: time.Unix(1, 0)}) },
 			verdicts: remembered(available), want: true},
 		{name: "the version the owner judged (the answer to its own write)", change: func(o client.Object) { o.SetGeneration(2) },
-			verdicts: map[types.UID]verdict{"uid-web": {check: available, ready: false, reason: "waiting", rv: "2"}}, want: false},
+			verdicts: map[types.UID]verdict{"uid-web": {check: available, reason: "waiting", rv: "2"}}, want: false},
 		{name: "the version the owner judged, while it is reconciled again", change: func(o client.Object) { o.SetGeneration(2) },
-			verdicts: map[types.UID]verdict{"uid-web": {check: available, ready: false, reason: "waiting", rv: "2"}}, busy: true, want: true},
+			verdicts: map[types.UID]verdict{"uid-web": {check: available, reason: "waiting", rv: "2"}}, busy: true, want: true},
 		{name: "a version after the one the owner judged", change: func(o client.Object) { o.SetGeneration(2) },
-			verdicts: map[types.UID]verdict{"uid-web": {check: available, ready: true, rv: "1"}}, want: true},
+			verdicts: map[types.UID]verdict{"uid-web": {check: available, rv: "1"}}, want: true},
 		{name: "another object under the name (UID)", change: func(o client.Object) { o.SetUID("other") }, verdicts: remembered(available), want: true},
 		{name: "not a child of the owner kind", change: func(o client.Object) {
 			o.GetLabels()[ownership.OwnerKindLabel] = "Other"
@@ -162,7 +162,7 @@ func TestChildWatchWakes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newChildWatch(widgetKind, tt.every)
 			for uid, v := range tt.verdicts {
-				w.verdicts[uid] = v
+				w.set(uid, v)
 			}
 			old := tt.old
 			if old == nil {
@@ -230,8 +230,10 @@ func TestChildWatchRemember(t *testing.T) {
 	w.remember(w.judge(ownerKey), g, res)
 
 	got := map[types.UID]string{}
-	for uid, v := range w.verdicts {
-		got[uid] = fmt.Sprintf("check=%v ready=%v reason=%q rv=%s", v.check != nil, v.ready, v.reason, v.rv)
+	for _, uid := range []types.UID{"uid-web", "uid-config", "uid-waiting"} {
+		if v, ok := w.lookup(uid); ok {
+			got[uid] = fmt.Sprintf("check=%v ready=%v reason=%q rv=%s", v.check != nil, v.reason == "", v.reason, v.rv)
+		}
 	}
 	want := map[types.UID]string{
 		"uid-web":    `check=true ready=false reason="1/2 replicas available" rv=1`,
@@ -330,20 +332,36 @@ func TestChildWatchHoldsUpdatesWhileJudging(t *testing.T) {
 	}
 }
 
-// TestChildWatchBounded: the remembered verdicts never exceed maxVerdicts.
+// TestChildWatchBounded: the remembered verdicts never exceed maxVerdicts, whether their nodes have
+// a ReadyWhen check or not, or some have one.
 func TestChildWatchBounded(t *testing.T) {
-	w := newChildWatch(widgetKind, false)
-	g := graph.New()
-	g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config"}})
-	for i := range maxVerdicts + 10 {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config", UID: types.UID(fmt.Sprint(i))}}
-		w.remember(w.judge(ownerKey), g, &graph.Result{Children: []graph.ChildResult{{Name: "config", Applied: true, Object: cm}}})
+	tests := map[string]func(i int) bool{ // whether the i-th child's node has a check
+		"without check": func(int) bool { return false },
+		"with check":    func(int) bool { return true },
+		"mixed":         func(i int) bool { return i%2 == 0 },
 	}
-	if n := w.remembered(); n > maxVerdicts || n == 0 {
-		t.Errorf("remembered %d verdicts, want between 1 and %d", n, maxVerdicts)
-	}
-	if len(w.busy) != 0 {
-		t.Errorf("owners still judging after every reconcile remembered: %v", w.busy)
+	for name, checked := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := newChildWatch(widgetKind, false)
+			g := graph.New()
+			g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config"}})
+			g.Add("web", deployment()).ReadyWhen(available)
+			for i := range maxVerdicts + 10 {
+				child := graph.ChildResult{Name: "config", Applied: true, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config", UID: types.UID(fmt.Sprint(i))}}}
+				if checked(i) {
+					d := deployment()
+					d.UID = types.UID(fmt.Sprint(i))
+					child = graph.ChildResult{Name: "web", Applied: true, Object: d}
+				}
+				w.remember(w.judge(ownerKey), g, &graph.Result{Children: []graph.ChildResult{child}})
+			}
+			if n := w.remembered(); n > maxVerdicts || n == 0 {
+				t.Errorf("remembered %d verdicts, want between 1 and %d", n, maxVerdicts)
+			}
+			if len(w.busy) != 0 {
+				t.Errorf("owners still judging after every reconcile remembered: %v", w.busy)
+			}
+		})
 	}
 }
 
@@ -351,7 +369,7 @@ func TestChildWatchBounded(t *testing.T) {
 // verdict of a deleted child, and passes an update on only when the childWatch says so.
 func TestQuietChildrenHandler(t *testing.T) {
 	w := newChildWatch(widgetKind, false)
-	w.verdicts["uid-web"] = verdict{check: available, ready: true}
+	w.set("uid-web", verdict{check: available})
 	h := w.handler(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrlreconcile.Request {
 		ref, _ := ownership.TrackedOwner(o)
 		return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}

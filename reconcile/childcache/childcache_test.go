@@ -88,23 +88,47 @@ func TestConfigureTransform(t *testing.T) {
 }
 
 // TestConfigureSharesKeys: the transform makes cached objects share one copy of each label and
-// annotation key (metadata, pod template, selectors), and changes no content.
+// annotation key (metadata, pod template, selectors), of the values that repeat from object to
+// object (an application's labels, the owner's kind and namespace), of the namespace and of the
+// owner references' API version and kind, leaves other values alone, and changes no content.
 func TestConfigureSharesKeys(t *testing.T) {
 	var opts cache.Options
 	Configure(&opts, &appsv1.Deployment{})
-	// Each object gets its own copy of every key, as the JSON decoder gives it.
+	// Each object gets its own copy of every string, as the JSON decoder gives it.
 	own := func(s string) string { return string([]byte(s)) }
 	deployment := func() *appsv1.Deployment {
-		labels := map[string]string{own("app.kubernetes.io/name"): "web"}
+		labels := map[string]string{own("app.kubernetes.io/name"): own("web"), own("app.kubernetes.io/instance"): own("alice")}
 		return &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels, Annotations: map[string]string{own("convergo.dev/node"): "web"}},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "web", Namespace: own("team-a"), Labels: labels,
+				Annotations:     map[string]string{own("convergo.dev/owner-namespace"): own("team-a")},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: own("web.convergo.dev/v1"), Kind: own("Welcome"), Name: "alice", UID: "u"}},
+			},
 			Spec: appsv1.DeploymentSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{own("app.kubernetes.io/name"): "web"}},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{own("app.kubernetes.io/name"): "web"}}},
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{own("app.kubernetes.io/name"): own("web")}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{own("app.kubernetes.io/name"): own("web")}}},
 			},
 		}
 	}
-	var keys [][]*byte
+	type where struct {
+		name                             string
+		at                               func(d *appsv1.Deployment) string
+		shared, sharedWithSelectorLabels bool
+	}
+	places := []where{
+		{name: "label key", at: func(d *appsv1.Deployment) string { return keyOf(d.Labels, "app.kubernetes.io/name") }, shared: true},
+		{name: "selector key", at: func(d *appsv1.Deployment) string { return keyOf(d.Spec.Selector.MatchLabels, "app.kubernetes.io/name") }, shared: true},
+		{name: "pod label key", at: func(d *appsv1.Deployment) string { return keyOf(d.Spec.Template.Labels, "app.kubernetes.io/name") }, shared: true},
+		{name: "annotation key", at: func(d *appsv1.Deployment) string { return keyOf(d.Annotations, "convergo.dev/owner-namespace") }, shared: true},
+		{name: "application label value", at: func(d *appsv1.Deployment) string { return d.Labels["app.kubernetes.io/name"] }, shared: true},
+		{name: "pod label value", at: func(d *appsv1.Deployment) string { return d.Spec.Template.Labels["app.kubernetes.io/name"] }, shared: true},
+		{name: "owner namespace value", at: func(d *appsv1.Deployment) string { return d.Annotations["convergo.dev/owner-namespace"] }, shared: true},
+		{name: "namespace", at: func(d *appsv1.Deployment) string { return d.Namespace }, shared: true},
+		{name: "owner API version", at: func(d *appsv1.Deployment) string { return d.OwnerReferences[0].APIVersion }, shared: true},
+		{name: "owner kind", at: func(d *appsv1.Deployment) string { return d.OwnerReferences[0].Kind }, shared: true},
+		{name: "instance label value", at: func(d *appsv1.Deployment) string { return d.Labels["app.kubernetes.io/instance"] }, shared: false},
+	}
+	var objs []*appsv1.Deployment
 	for range 2 {
 		d := deployment()
 		want := d.DeepCopy()
@@ -115,22 +139,28 @@ func TestConfigureSharesKeys(t *testing.T) {
 		if diff := cmp.Diff(want, out); diff != "" {
 			t.Errorf("the transform changed the object (-want +got):\n%s", diff)
 		}
-		keys = append(keys, []*byte{keyData(d.Labels), keyData(d.Annotations), keyData(d.Spec.Selector.MatchLabels), keyData(d.Spec.Template.Labels)})
+		objs = append(objs, d)
 	}
-	for i, k := range keys[0] {
-		if k != keys[1][i] {
-			t.Errorf("key %d: two objects keep two copies", i)
-		}
+	var got, want []string
+	for _, p := range places {
+		same := unsafe.StringData(p.at(objs[0])) == unsafe.StringData(p.at(objs[1]))
+		got = append(got, fmt.Sprintf("%s shared: %v", p.name, same))
+		want = append(want, fmt.Sprintf("%s shared: %v", p.name, p.shared))
 	}
-	if keys[0][0] != keys[0][2] || keys[0][0] != keys[0][3] {
-		t.Error("the labels, the selector and the pod template of one object keep separate copies of one key")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("two cached objects (-want +got):\n%s", diff)
+	}
+	if unsafe.StringData(keyOf(objs[0].Labels, "app.kubernetes.io/name")) != unsafe.StringData(keyOf(objs[0].Spec.Template.Labels, "app.kubernetes.io/name")) {
+		t.Error("the labels and the pod template of one object keep separate copies of one key")
 	}
 }
 
-// keyData returns where the bytes of the one key of m are.
-func keyData(m map[string]string) *byte {
-	for k := range m {
-		return unsafe.StringData(k)
+// keyOf returns m's own copy of key k ("" when m has no such key).
+func keyOf(m map[string]string, k string) string {
+	for key := range m {
+		if key == k {
+			return key
+		}
 	}
-	return nil
+	return ""
 }

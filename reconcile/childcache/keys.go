@@ -8,17 +8,34 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/convergo-dev/convergo/ownership"
 )
 
-// maxSharedKeys bounds the label and annotation keys a cache shares: keys are few (the app.kubernetes.io
-// labels, the tracking marks, a controller's own), so the bound is only a guard against objects that
-// use keys as data.
+// maxSharedKeys bounds the strings a cache shares: keys and the values below are few (the
+// app.kubernetes.io labels, the tracking marks, a controller's own, the namespaces), so the bound is
+// only a guard against objects that use keys as data.
 const maxSharedKeys = 4096
 
-// keyTable makes the cached objects of one cache share one copy of each label and annotation key.
-// The JSON decoder gives every object its own copy of every key, and keys are most of an object's
-// metadata: "app.kubernetes.io/managed-by" on every child, in its labels, its pod template's labels
-// and selectors. Values are left alone.
+// sharedValues are the label and annotation keys whose values repeat from object to object: the
+// tracking marks that name the owner's kind, group and namespace, and the app.kubernetes.io labels
+// that name an application rather than one instance of it. Their values are shared as keys are; the
+// values of any other key (an instance, a UID, a hash) are left alone.
+var sharedValues = map[string]bool{
+	ownership.OwnerKindLabel:           true,
+	ownership.OwnerGroupLabel:          true,
+	ownership.OwnerNamespaceAnnotation: true,
+	"app.kubernetes.io/name":           true,
+	"app.kubernetes.io/component":      true,
+	"app.kubernetes.io/part-of":        true,
+	"app.kubernetes.io/managed-by":     true,
+	"app.kubernetes.io/version":        true,
+}
+
+// keyTable makes the cached objects of one cache share one copy of each label and annotation key,
+// of the values of sharedValues, of namespaces and of the owner references' API versions and kinds.
+// The JSON decoder gives every object its own copy of each: "app.kubernetes.io/managed-by" on every
+// child, in its labels, its pod template's labels and selectors. Other values are left alone.
 type keyTable struct {
 	keys sync.Map // string -> string
 	n    atomic.Int32
@@ -39,20 +56,34 @@ func (t *keyTable) shared(k string) string {
 	return v.(string)
 }
 
-// share replaces the keys of m by the table's copies, in place: assigning to an existing key stores
-// the key given (Go updates a string key on assignment), so no map is rebuilt.
+// share replaces the keys of m, and the values of sharedValues, by the table's copies, in place:
+// assigning to an existing key stores the key given (Go updates a string key on assignment), so no
+// map is rebuilt.
 func (t *keyTable) share(m map[string]string) {
 	for k, v := range m {
-		m[t.shared(k)] = v
+		k = t.shared(k)
+		if sharedValues[k] {
+			v = t.shared(v)
+		}
+		m[k] = v
 	}
 }
 
-// transform shares the keys of an object's labels and annotations, and of the label maps inside the
-// pod templates, selectors and Service selectors of the common kinds. Anything else passes unchanged.
+// transform shares the keys of an object's labels and annotations (and the values of sharedValues),
+// its namespace, its owner references' API versions and kinds, and the keys of the label maps inside
+// the pod templates, selectors and Service selectors of the common kinds. Anything else passes
+// unchanged.
 func (t *keyTable) transform(in any) (any, error) {
 	if o, ok := in.(metav1.Object); ok {
 		t.share(o.GetLabels())
 		t.share(o.GetAnnotations())
+		if ns := o.GetNamespace(); ns != "" {
+			o.SetNamespace(t.shared(ns))
+		}
+		refs := o.GetOwnerReferences() // the object's own slice
+		for i := range refs {
+			refs[i].APIVersion, refs[i].Kind = t.shared(refs[i].APIVersion), t.shared(refs[i].Kind)
+		}
 	}
 	switch o := in.(type) {
 	case *appsv1.Deployment:
