@@ -242,7 +242,13 @@ func encodeValue(v reflect.Value, omitEmpty bool) (any, bool, error) {
 	if !v.IsValid() {
 		return nil, false, nil
 	}
-	if enc, handled, keep, err := encodeMarshaler(v, false); handled {
+	return encodeValueOf(v, omitEmpty, marshalersOf(v.Type()))
+}
+
+// encodeValueOf is encodeValue of a valid v whose type has the marshalers mk (worked out once per
+// struct field, list or map rather than once per value).
+func encodeValueOf(v reflect.Value, omitEmpty bool, mk marshalers) (any, bool, error) {
+	if enc, handled, keep, err := encodeMarshaler(v, mk, false); handled {
 		return enc, keep, err
 	}
 	switch v.Kind() {
@@ -274,10 +280,11 @@ func encodeValue(v reflect.Value, omitEmpty bool) (any, bool, error) {
 			return nil, false, fmt.Errorf("unsupported map key type %s", v.Type().Key())
 		}
 		out := make(map[string]any, v.Len())
+		emk := marshalersOf(v.Type().Elem())
 		iter := v.MapRange()
 		for iter.Next() {
 			key := iter.Key().String()
-			enc, _, err := encodeElem(iter.Value())
+			enc, _, err := encodeElemOf(iter.Value(), emk)
 			if err != nil {
 				return nil, false, at("."+key, err)
 			}
@@ -294,8 +301,9 @@ func encodeValue(v reflect.Value, omitEmpty bool) (any, bool, error) {
 			return base64.StdEncoding.EncodeToString(b), true, nil
 		}
 		out := make([]any, v.Len())
+		emk := marshalersOf(v.Type().Elem())
 		for i := range v.Len() {
-			enc, _, err := encodeElem(v.Index(i))
+			enc, _, err := encodeElemOf(v.Index(i), emk)
 			if err != nil {
 				return nil, false, at(index(i), err)
 			}
@@ -337,10 +345,18 @@ func encodeValue(v reflect.Value, omitEmpty bool) (any, bool, error) {
 // encodeElem encodes a list element, a map value or the target of a pointer: such a value is set
 // even when it is zero or empty (a JSON null for nil pointers, slices and maps).
 func encodeElem(v reflect.Value) (any, bool, error) {
-	if enc, handled, keep, err := encodeMarshaler(v, true); handled {
+	if !v.IsValid() {
+		return nil, true, nil
+	}
+	return encodeElemOf(v, marshalersOf(v.Type()))
+}
+
+// encodeElemOf is encodeElem of a valid v whose type has the marshalers mk.
+func encodeElemOf(v reflect.Value, mk marshalers) (any, bool, error) {
+	if enc, handled, keep, err := encodeMarshaler(v, mk, true); handled {
 		return enc, keep, err
 	}
-	enc, keep, err := encodeValue(v, false)
+	enc, keep, err := encodeValueOf(v, false, mk)
 	if err != nil || keep {
 		return enc, keep, err
 	}
@@ -374,12 +390,11 @@ func normaliseFloat(f float64) any {
 // encodeMarshaler handles values with their own JSON or text encoding. A zero value is not set
 // unless elem is true (a list element, a map value or the target of a pointer); a value that
 // encodes to null is never set.
-func encodeMarshaler(v reflect.Value, elem bool) (enc any, handled, keep bool, err error) {
+func encodeMarshaler(v reflect.Value, mk marshalers, elem bool) (enc any, handled, keep bool, err error) {
 	if !v.CanInterface() {
 		return nil, false, false, nil
 	}
 	t := v.Type()
-	mk := marshalersOf(t)
 	var m any
 	switch {
 	case t.Kind() == reflect.Pointer && mk.json:
@@ -524,7 +539,7 @@ func encodeFields(v reflect.Value, out map[string]any) error {
 			}
 			continue
 		}
-		enc, keep, err := encodeValue(fv, f.omitEmpty)
+		enc, keep, err := encodeValueOf(fv, f.omitEmpty, f.mk)
 		if err != nil {
 			return at("."+f.name, err)
 		}
@@ -545,6 +560,8 @@ type structField struct {
 	// inline: the field's own fields are the struct's (embedded or ",inline", a struct without its own
 	// JSON encoding); viaPointer: the field is an inlined pointer, nil meaning not set.
 	inline, viaPointer bool
+	// mk are the marshalers of the field's type.
+	mk marshalers
 }
 
 // structFieldsByType holds the encoded fields of every struct type asked about.
@@ -582,7 +599,7 @@ func encodedFields(t reflect.Type) []structField {
 		if name == "" {
 			name = f.Name
 		}
-		sf.name, sf.omitEmpty = name, hasOption(opts, "omitempty") || hasOption(opts, "omitzero")
+		sf.name, sf.omitEmpty, sf.mk = name, hasOption(opts, "omitempty") || hasOption(opts, "omitzero"), marshalersOf(f.Type)
 		fs = append(fs, sf)
 	}
 	return fs

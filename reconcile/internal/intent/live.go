@@ -52,7 +52,7 @@ func liveFields(v reflect.Value, guide map[string]any, out map[string]any) error
 		if !wanted {
 			continue
 		}
-		enc, keep, err := liveValue(fv, f.omitEmpty, g)
+		enc, keep, err := liveValue(fv, f.omitEmpty, f.mk, g)
 		if err != nil {
 			return at("."+f.name, err)
 		}
@@ -65,14 +65,15 @@ func liveFields(v reflect.Value, guide map[string]any, out map[string]any) error
 
 // liveValue is encodeValue of a live field, limited by guide (the intent's value there): a struct to
 // the fields guide names, a list's elements to the fields guide's elements name. Anything else is
-// encoded whole.
-func liveValue(v reflect.Value, omitEmpty bool, guide any) (any, bool, error) {
+// encoded whole. mk are the marshalers of v's type.
+func liveValue(v reflect.Value, omitEmpty bool, mk marshalers, guide any) (any, bool, error) {
 	switch g := guide.(type) {
 	case map[string]any:
 		switch {
-		case v.Kind() == reflect.Struct && plainStruct(v.Type()):
+		case v.Kind() == reflect.Struct && mk.none():
 			return liveStruct(v, g)
-		case v.Kind() == reflect.Pointer && !v.IsNil() && plainStruct(v.Type().Elem()) && !marshalersOf(v.Type()).json:
+		case v.Kind() == reflect.Pointer && !v.IsNil() && !mk.json && v.Type().Elem().Kind() == reflect.Struct &&
+			marshalersOf(v.Type().Elem()).none():
 			// A pointer to a struct is set even when the struct is empty: emptyDir: {}.
 			enc, keep, err := liveStruct(v.Elem(), g)
 			if err != nil || keep {
@@ -81,11 +82,11 @@ func liveValue(v reflect.Value, omitEmpty bool, guide any) (any, bool, error) {
 			return map[string]any{}, true, nil
 		}
 	case []any:
-		if v.Kind() == reflect.Slice && v.Len() > 0 && v.Type().Elem().Kind() != reflect.Uint8 && !hasMarshaler(v.Type()) {
-			elem := elementGuide(g)
+		if v.Kind() == reflect.Slice && v.Len() > 0 && v.Type().Elem().Kind() != reflect.Uint8 && mk.none() {
+			elem, emk := elementGuide(g), marshalersOf(v.Type().Elem())
 			out := make([]any, v.Len())
 			for i := range v.Len() {
-				enc, err := liveElem(v.Index(i), elem)
+				enc, err := liveElem(v.Index(i), emk, elem)
 				if err != nil {
 					return nil, false, at(index(i), err)
 				}
@@ -94,20 +95,21 @@ func liveValue(v reflect.Value, omitEmpty bool, guide any) (any, bool, error) {
 			return out, true, nil
 		}
 	}
-	return encodeValue(v, omitEmpty)
+	return encodeValueOf(v, omitEmpty, mk)
 }
 
-// liveElem is encodeElem of a list element, limited by guide as liveValue.
-func liveElem(v reflect.Value, guide any) (any, error) {
-	if hasMarshaler(v.Type()) {
-		enc, _, err := encodeElem(v)
+// liveElem is encodeElem of a list element whose type has the marshalers mk, limited by guide as
+// liveValue.
+func liveElem(v reflect.Value, mk marshalers, guide any) (any, error) {
+	if !mk.none() {
+		enc, _, err := encodeElemOf(v, mk)
 		return enc, err
 	}
-	enc, keep, err := liveValue(v, false, guide)
+	enc, keep, err := liveValue(v, false, mk, guide)
 	if err != nil || keep {
 		return enc, err
 	}
-	enc, _, err = encodeElem(v) // not set: its zero form (null, {}, [])
+	enc, _, err = encodeElemOf(v, mk) // not set: its zero form (null, {}, [])
 	return enc, err
 }
 
@@ -124,16 +126,10 @@ func liveStruct(v reflect.Value, guide map[string]any) (any, bool, error) {
 	return out, true, nil
 }
 
-// plainStruct reports whether t is a struct encoded field by field (no encoding of its own).
-func plainStruct(t reflect.Type) bool {
-	return t.Kind() == reflect.Struct && !implementsMarshaler(t) && !marshalersOf(t).text
-}
-
-// hasMarshaler reports whether values of type t have an encoding of their own.
-func hasMarshaler(t reflect.Type) bool {
-	mk := marshalersOf(t)
-	return mk.json || mk.pointerJSON || mk.text && t.Kind() != reflect.String
-}
+// none reports whether a type with marshalers mk has no encoding of its own: a struct is encoded
+// field by field, a list element by element. (A string type's text encoding is not used either;
+// treating it as an encoding here only sends the value to encodeValue whole.)
+func (mk marshalers) none() bool { return !mk.json && !mk.pointerJSON && !mk.text }
 
 // elementGuide is the guide of the elements of a list whose intent is g: the union of the fields its
 // elements set.
