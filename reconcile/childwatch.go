@@ -207,7 +207,7 @@ func (w *childWatch) remember(j *judging, g *graph.Graph, res *graph.Result) {
 		v := verdict{check: check, rv: c.Object.GetResourceVersion()}
 		ok := true
 		if check != nil {
-			_, v.reason, ok = judge(check, c.Object)
+			v.reason, ok = judge(check, c.Object)
 		}
 		w.mu.Lock()
 		if ok {
@@ -299,26 +299,26 @@ func matters(v verdict, known bool, old, new client.Object) bool {
 	case v.check == nil:
 		return false // ready once it exists
 	}
-	_, reason, ok := judge(v.check, new)
+	reason, ok := judge(v.check, new)
 	return !ok || reason != v.reason
 }
 
-// judge runs check on live as Graph.Apply does (a ready child has no reason, a child not ready
-// without one is "not ready"); ok is false when the check panicked.
-func judge(check graph.ReadyCheck, live client.Object) (ready bool, reason string, ok bool) {
+// judge runs check on live as Graph.Apply does and returns why the child is not ready: "" when it is
+// ready, "not ready" when the check gives no reason; ok is false when the check panicked.
+func judge(check graph.ReadyCheck, live client.Object) (reason string, ok bool) {
 	defer func() {
 		if recover() != nil {
-			ready, reason, ok = false, "", false
+			reason, ok = "", false
 		}
 	}()
-	ready, reason = check(live)
+	ready, reason := check(live)
 	switch {
 	case ready:
-		reason = ""
+		return "", true
 	case reason == "":
-		reason = "not ready"
+		return "not ready", true
 	}
-	return ready, reason, true
+	return reason, true
 }
 
 // appliedChanged reports whether an update of a child may have changed something its owner applied:

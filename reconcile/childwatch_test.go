@@ -73,7 +73,7 @@ func TestChildWatchWakes(t *testing.T) {
 	remembered := func(check graph.ReadyCheck) map[types.UID]verdict {
 		v := verdict{check: check}
 		if check != nil {
-			_, v.reason, _ = judge(check, deployment())
+			v.reason, _ = judge(check, deployment())
 		}
 		return map[types.UID]verdict{"uid-web": v}
 	}

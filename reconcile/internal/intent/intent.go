@@ -515,7 +515,7 @@ func normaliseNumbers(v any) any {
 // field is set.
 func encodeStruct(v reflect.Value) (any, bool, error) {
 	out := map[string]any{}
-	if err := encodeFields(v, out); err != nil {
+	if err := encodeFields(v, nil, out); err != nil {
 		return nil, false, err
 	}
 	if len(out) == 0 {
@@ -524,7 +524,9 @@ func encodeStruct(v reflect.Value) (any, bool, error) {
 	return out, true, nil
 }
 
-func encodeFields(v reflect.Value, out map[string]any) error {
+// encodeFields encodes into out the fields of struct v that guide names (with their values limited
+// as liveValue limits them), or every field, whole, when guide is nil.
+func encodeFields(v reflect.Value, guide map[string]any, out map[string]any) error {
 	for _, f := range structFieldsOf(v.Type()) {
 		fv := v.Field(f.index)
 		if f.viaPointer {
@@ -534,12 +536,16 @@ func encodeFields(v reflect.Value, out map[string]any) error {
 			fv = fv.Elem()
 		}
 		if f.inline {
-			if err := encodeFields(fv, out); err != nil {
+			if err := encodeFields(fv, guide, out); err != nil {
 				return err
 			}
 			continue
 		}
-		enc, keep, err := encodeValueOf(fv, f.omitEmpty, f.mk)
+		g, wanted := guide[f.name]
+		if guide != nil && !wanted {
+			continue
+		}
+		enc, keep, err := liveValue(fv, f.omitEmpty, f.mk, g)
 		if err != nil {
 			return at("."+f.name, err)
 		}

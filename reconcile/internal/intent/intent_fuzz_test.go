@@ -28,35 +28,7 @@ func FuzzIntent(f *testing.F) {
 	}
 	s := testScheme(f)
 	f.Fuzz(func(t *testing.T, seed int64, kind uint8) {
-		objs := []func() client.Object{
-			func() client.Object { return &appsv1.Deployment{} },
-			func() client.Object { return &corev1.Service{} },
-			func() client.Object { return &corev1.Pod{} },
-			func() client.Object { return &corev1.ConfigMap{} },
-			func() client.Object { return &corev1.Secret{} },
-			func() client.Object { return &batchv1.Job{} },
-			func() client.Object { return &appsv1.StatefulSet{} },
-		}
-		obj := objs[int(kind)%len(objs)]()
-		randfill.NewWithSeed(seed).NilChance(0.4).NumElements(0, 2).MaxDepth(12).Funcs(
-			func(q *resource.Quantity, c randfill.Continue) {
-				if c.Bool() {
-					*q = *resource.NewMilliQuantity(c.Int63n(1_000_000), resource.DecimalSI)
-				} else {
-					*q = *resource.NewQuantity(c.Int63n(1<<40), resource.BinarySI)
-				}
-			},
-			func(tm *metav1.Time, c randfill.Continue) {
-				if c.Bool() {
-					*tm = metav1.Unix(c.Int63n(1<<31), 0)
-				} else {
-					*tm = metav1.Time{}
-				}
-			},
-			func(tm *metav1.MicroTime, c randfill.Continue) { *tm = metav1.MicroTime{} },
-			func(r *runtime.RawExtension, c randfill.Continue) { *r = runtime.RawExtension{} },
-			func(f *metav1.FieldsV1, c randfill.Continue) { *f = metav1.FieldsV1{} },
-		).Fill(obj)
+		obj := randomObject(seed, kind)
 		obj.SetName("n")
 
 		intent, err := Of(obj, s)
@@ -117,4 +89,41 @@ func FuzzIntent(f *testing.F) {
 		}
 
 	})
+}
+
+// fuzzKinds are the kinds the fuzz tests fill.
+var fuzzKinds = []func() client.Object{
+	func() client.Object { return &appsv1.Deployment{} },
+	func() client.Object { return &corev1.Service{} },
+	func() client.Object { return &corev1.Pod{} },
+	func() client.Object { return &corev1.ConfigMap{} },
+	func() client.Object { return &corev1.Secret{} },
+	func() client.Object { return &batchv1.Job{} },
+	func() client.Object { return &appsv1.StatefulSet{} },
+}
+
+// randomObject returns an object of fuzzKinds[kind] filled randomly from seed, with quantities and
+// times the API server could hold and no raw extensions or managed fields.
+func randomObject(seed int64, kind uint8) client.Object {
+	obj := fuzzKinds[int(kind)%len(fuzzKinds)]()
+	randfill.NewWithSeed(seed).NilChance(0.4).NumElements(0, 2).MaxDepth(12).Funcs(
+		func(q *resource.Quantity, c randfill.Continue) {
+			if c.Bool() {
+				*q = *resource.NewMilliQuantity(c.Int63n(1_000_000), resource.DecimalSI)
+			} else {
+				*q = *resource.NewQuantity(c.Int63n(1<<40), resource.BinarySI)
+			}
+		},
+		func(tm *metav1.Time, c randfill.Continue) {
+			if c.Bool() {
+				*tm = metav1.Unix(c.Int63n(1<<31), 0)
+			} else {
+				*tm = metav1.Time{}
+			}
+		},
+		func(tm *metav1.MicroTime, c randfill.Continue) { *tm = metav1.MicroTime{} },
+		func(r *runtime.RawExtension, c randfill.Continue) { *r = runtime.RawExtension{} },
+		func(f *metav1.FieldsV1, c randfill.Continue) { *f = metav1.FieldsV1{} },
+	).Fill(obj)
+	return obj
 }

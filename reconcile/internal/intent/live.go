@@ -26,41 +26,10 @@ func liveContent(obj client.Object, intent map[string]any) (map[string]any, erro
 		return nil, fmt.Errorf("convert live %T: want a pointer to a struct", obj)
 	}
 	out := map[string]any{}
-	if err := liveFields(v.Elem(), intent, out); err != nil {
+	if err := encodeFields(v.Elem(), intent, out); err != nil {
 		return nil, fmt.Errorf("convert live %T: %w", obj, err)
 	}
 	return out, nil
-}
-
-// liveFields encodes into out the fields of struct v that guide names.
-func liveFields(v reflect.Value, guide map[string]any, out map[string]any) error {
-	for _, f := range structFieldsOf(v.Type()) {
-		fv := v.Field(f.index)
-		if f.viaPointer {
-			if fv.IsNil() {
-				continue
-			}
-			fv = fv.Elem()
-		}
-		if f.inline {
-			if err := liveFields(fv, guide, out); err != nil {
-				return err
-			}
-			continue
-		}
-		g, wanted := guide[f.name]
-		if !wanted {
-			continue
-		}
-		enc, keep, err := liveValue(fv, f.omitEmpty, f.mk, g)
-		if err != nil {
-			return at("."+f.name, err)
-		}
-		if keep {
-			out[f.name] = enc
-		}
-	}
-	return nil
 }
 
 // liveValue is encodeValue of a live field, limited by guide (the intent's value there): a struct to
@@ -117,7 +86,7 @@ func liveElem(v reflect.Value, mk marshalers, guide any) (any, error) {
 // struct (so that it is left out, or not, as Of's encoding of it would be).
 func liveStruct(v reflect.Value, guide map[string]any) (any, bool, error) {
 	out := map[string]any{}
-	if err := liveFields(v, guide, out); err != nil {
+	if err := encodeFields(v, guide, out); err != nil {
 		return nil, false, err
 	}
 	if len(out) == 0 {

@@ -5,15 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/randfill"
 
 	"github.com/convergo-dev/convergo/internal/kobj"
 )
@@ -29,24 +22,7 @@ func FuzzLiveContent(f *testing.F) {
 	}
 	s := testScheme(f)
 	f.Fuzz(func(t *testing.T, seed int64, kind uint8) {
-		objs := []func() client.Object{
-			func() client.Object { return &appsv1.Deployment{} },
-			func() client.Object { return &corev1.Service{} },
-			func() client.Object { return &corev1.Pod{} },
-			func() client.Object { return &corev1.ConfigMap{} },
-			func() client.Object { return &batchv1.Job{} },
-			func() client.Object { return &appsv1.StatefulSet{} },
-		}
-		live := objs[int(kind)%len(objs)]()
-		randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).MaxDepth(12).Funcs(
-			func(q *resource.Quantity, c randfill.Continue) {
-				*q = *resource.NewMilliQuantity(c.Int63n(1_000_000), resource.DecimalSI)
-			},
-			func(tm *metav1.Time, c randfill.Continue) { *tm = metav1.Unix(c.Int63n(1<<31), 0) },
-			func(tm *metav1.MicroTime, c randfill.Continue) { *tm = metav1.MicroTime{} },
-			func(r *runtime.RawExtension, c randfill.Continue) { *r = runtime.RawExtension{} },
-			func(f *metav1.FieldsV1, c randfill.Continue) { *f = metav1.FieldsV1{} },
-		).Fill(live)
+		live := randomObject(seed, kind)
 		live.SetName("n")
 		full, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
 		if err != nil {
