@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -35,6 +36,11 @@ type Request struct {
 	Path string
 	// StatusCode is the HTTP status of the response, 0 when the request failed without one.
 	StatusCode int
+	// Time is when the request was sent, from time.Now: it carries the monotonic clock reading, so
+	// Before, After and Compare order it against other times taken in this process (when an
+	// External was called, optest.Call.Time), whatever the wall clock does. It is zero in a Request
+	// that ParseRequest returns.
+	Time time.Time
 }
 
 // ResourceRequest reports whether r addresses an API resource (as opposed to discovery or /version).
@@ -51,7 +57,8 @@ func (r Request) FullResource() string {
 // IsWrite reports whether r is a create, update, patch, delete or deletecollection.
 func (r Request) IsWrite() bool { return r.ResourceRequest() && apirequest.IsWrite(r.Verb) }
 
-// Requests is a list of recorded requests, oldest first.
+// Requests is a list of recorded requests, in the order their answers came (a RequestCounter records
+// a request once it is answered; Request.Time says when it was sent).
 type Requests []Request
 
 // Count returns how many requests have the verb and resource. An empty verb or resource matches any;
@@ -168,6 +175,7 @@ type countingTransport struct {
 // RoundTrip records the request and sends it on.
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	info := ParseRequest(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+	info.Time = time.Now()
 	resp, err := t.next.RoundTrip(req)
 	if resp != nil {
 		info.StatusCode = resp.StatusCode

@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -144,6 +146,63 @@ func TestRequestsHelpers(t *testing.T) {
 	}, "\n")
 	if diff := cmp.Diff(want, rs.String()); diff != "" {
 		t.Errorf("String (-want +got):\n%s", diff)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestRequestTime checks that each recorded request carries the time it was sent, on the monotonic
+// clock: after what happened before the client sent it and before the server saw it, whatever the
+// answer took.
+func TestRequestTime(t *testing.T) {
+	cases := map[string]struct {
+		status int
+		err    error
+	}{
+		"answered":            {status: http.StatusOK},
+		"refused":             {status: http.StatusConflict},
+		"failed without code": {err: errors.New("connection refused")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewRequestCounter()
+			var arrived time.Time
+			rt := &countingTransport{counter: c, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+				arrived = time.Now()
+				if tc.err != nil {
+					return nil, tc.err
+				}
+				return &http.Response{StatusCode: tc.status, Body: http.NoBody}, nil
+			})}
+			before := time.Now()
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://api.test/api/v1/namespaces/a/configmaps", http.NoBody)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := rt.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+			after := time.Now()
+
+			got := c.Snapshot()
+			if len(got) != 1 {
+				t.Fatalf("recorded %d requests, want 1: %v", len(got), got)
+			}
+			r := got[0]
+			want := Request{Verb: "create", APIVersion: "v1", Resource: "configmaps", Namespace: "a", StatusCode: tc.status}
+			if diff := cmp.Diff(want, r, cmpopts.IgnoreFields(Request{}, "Time")); diff != "" {
+				t.Errorf("request (-want +got):\n%s", diff)
+			}
+			if r.Time.Before(before) || r.Time.After(arrived) || r.Time.After(after) {
+				t.Errorf("Time = %v; want it between %v (before sending) and %v (when the server saw it)", r.Time, before, arrived)
+			}
+			if !strings.Contains(r.Time.String(), " m=") {
+				t.Errorf("Time = %v has no monotonic clock reading", r.Time)
+			}
+		})
 	}
 }
 
