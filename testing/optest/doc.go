@@ -38,6 +38,13 @@
 //		})
 //	}
 //
+// For a node outside the API server (graph.AddExternal), CountExternal wraps the node's External so
+// that an ExternalCounter records each call per kind and step (Observe, Apply, Delete, Release), with
+// the time it was made, which orders it against the API requests a harness.RequestCounter records.
+// The wrapper implements graph.Releaser exactly when the wrapped External does. ExternalCounter.OnCall
+// runs a function before each call: it may hold the call while the test breaks the external system,
+// or fail it.
+//
 // Every wait of the package is bounded by Timeout and, on timeout, fails the test with the last state
 // it saw.
 package optest
