@@ -37,3 +37,20 @@ func ExampleNew() {
 	}
 	_ = run
 }
+
+// A test crashes the server midway and checks what the code under test ran, then and after the
+// restart. Kill sends SIGKILL to every server process; Start recovers the data directory.
+func ExampleServer_Kill() {
+	testCrash := func(t *testing.T) {
+		srv := postgres.Start(t)
+		mark := srv.MarkLog()
+		// ... the code under test starts its work on srv.URL() ...
+		srv.Kill(t)  // connections break; what was committed stays
+		srv.Start(t) // same port, same data, after crash recovery
+		// ... the code under test retries ...
+		for _, st := range srv.Statements(t, mark) {
+			t.Logf("%s %s", st.Text, st.Parameters) // each statement once, in the order the server logged them
+		}
+	}
+	_ = testCrash
+}

@@ -21,21 +21,26 @@ import (
 )
 
 // notFound is the failure message when the server binaries cannot be found.
-const notFound = "PostgreSQL server binaries (initdb, pg_ctl) not found: " +
+const notFound = "PostgreSQL server binaries (initdb, postgres) not found: " +
 	"install Debian's postgresql package (apt-get install -y postgresql) or put them on PATH"
 
 const (
 	// host is the only address the server listens on.
 	host = "127.0.0.1"
-	// pgCtlTimeout is how long, in seconds, pg_ctl waits for the server to start or stop.
-	pgCtlTimeout = "60"
-	// commandTimeout bounds each run of initdb or pg_ctl, beyond pg_ctl's own timeout.
+	// startTimeout bounds how long a start waits for the server to accept connections (crash
+	// recovery included), and stopTimeout how long a stop waits for it to exit.
+	startTimeout = time.Minute
+	stopTimeout  = time.Minute
+	// commandTimeout bounds each run of initdb.
 	commandTimeout = 3 * time.Minute
 	// portAttempts is how often the first start tries a fresh port when the chosen one was
 	// taken between picking and binding it.
 	portAttempts = 3
 	// logTailLines is how many lines of the server log go into failure messages.
 	logTailLines = 30
+	// logLinePrefix starts each entry of the server log: time, process ID, and for a client's
+	// backend its user and database. Statements parses it.
+	logLinePrefix = "%m [%p] %q%u@%d "
 )
 
 // Option configures New and Start.
@@ -44,57 +49,122 @@ type Option func(*config)
 type config struct {
 	logOutput io.Writer
 	binDir    string
+	settings  []setting
 }
 
-// WithLogOutput copies the output of initdb and pg_ctl to w as each command finishes, and the
-// server's log each time the server stops (by Stop, or by Close and so when the test ends). Without
-// it, the tail of the server log is reported only when starting fails or the test has failed.
+// setting is a server setting, passed as -c name=value.
+type setting struct{ name, value string }
+
+// defaultSettings are the settings the server runs with unless WithSetting changes them: no fsync,
+// since nothing is meant to survive the test, and every statement in the log, for Statements.
+var defaultSettings = []setting{{"fsync", "off"}, {"log_statement", "all"}}
+
+// fixedSettings are the settings the package sets itself on every start, which WithSetting refuses:
+// where the server listens, and where and how it logs (Statements reads the log).
+var fixedSettings = []string{"port", "listen_addresses", "unix_socket_directories", "data_directory",
+	"logging_collector", "log_destination", "log_line_prefix", "lc_messages"}
+
+// WithLogOutput copies the output of initdb to w as it finishes, and the server's log each time the
+// server stops (by Stop, Kill, or Close and so when the test ends). Without it, the tail of the
+// server log is reported only when starting fails or the test has failed.
 func WithLogOutput(w io.Writer) Option {
 	return func(c *config) { c.logOutput = w }
 }
 
-// WithBinDir sets the directory holding initdb and pg_ctl, instead of looking them up on PATH and
+// WithBinDir sets the directory holding initdb and postgres, instead of looking them up on PATH and
 // in /usr/lib/postgresql/*/bin.
 func WithBinDir(dir string) Option {
 	return func(c *config) { c.binDir = dir }
 }
 
+// WithSetting runs the server with the setting name (a postgresql.conf parameter, such as work_mem
+// or max_connections) set to value, passed as -c name=value on every start. Later settings win over
+// earlier ones and over the package's defaults, fsync=off and log_statement=all (with another
+// log_statement, Statements returns only what it logs). New fails for an empty name or one holding
+// "=", and for the settings the package sets itself: port, listen_addresses,
+// unix_socket_directories, data_directory, logging_collector, log_destination, log_line_prefix and
+// lc_messages. The server checks the rest: a start with an unknown setting or a bad value fails with
+// the server's message.
+func WithSetting(name, value string) Option {
+	return func(c *config) { c.settings = append(c.settings, setting{name, value}) }
+}
+
+// checkSettings reports a setting WithSetting may not set.
+func checkSettings(settings []setting) error {
+	for _, st := range settings {
+		switch {
+		case st.name == "" || strings.ContainsAny(st.name, "= \t\n"):
+			return fmt.Errorf("postgres: setting %q: not a parameter name", st.name)
+		case slices.Contains(fixedSettings, strings.ToLower(st.name)):
+			return fmt.Errorf("postgres: setting %s is the package's own and cannot be changed", st.name)
+		case strings.ContainsRune(st.value, 0):
+			return fmt.Errorf("postgres: setting %s: the value holds a NUL byte", st.name)
+		}
+	}
+	return nil
+}
+
 // Server is a PostgreSQL server started by New or Start. Host, Port, URL and DataDir never change;
-// Stop, Start and Close take turns, each waiting for the one under way.
+// Stop, Kill, Start and Close take turns, each waiting for the one under way.
+//
+// The server's postmaster is a child of this process, started without pg_ctl, so that Kill can reap
+// it and Start can tell a crashed server from a running one.
 type Server struct {
-	cfg     config
-	binDir  string // the directory of initdb, with psql and pg_isready next to it in a full install
-	initdb  string
-	pgCtl   string
-	cred    *syscall.Credential // the user to run as when the test runs as root; nil otherwise
-	env     []string
-	baseDir string
-	dataDir string
-	sockDir string
-	logFile string
-	port    int
+	cfg      config
+	binDir   string // the directory of initdb, with postgres, psql and pg_isready next to it
+	initdb   string
+	postgres string
+	cred     *syscall.Credential // the user to run as when the test runs as root; nil otherwise
+	env      []string
+	baseDir  string
+	dataDir  string
+	sockDir  string
+	logFile  string
+	port     int
 
 	mu        sync.Mutex
-	running   bool
+	pm        *postmaster // the running server; nil when stopped, killed or closed
+	killedPID int         // the process ID of the postmaster Kill killed last, 0 if none
 	closed    bool
 	logCopied int64 // how much of logFile has been copied to cfg.logOutput
 }
 
+// postmaster is one run of the server's main process.
+type postmaster struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has exited and been reaped
+	err    error         // what Wait returned; read only after exited is closed
+}
+
+// alive reports whether the postmaster has not exited.
+func (p *postmaster) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // New starts a fresh PostgreSQL server, for programs that are not tests (a demo, a local
-// development setup): it makes a data directory with initdb and starts the server with pg_ctl on
-// 127.0.0.1 and a free port, and returns once the server accepts connections. The caller must Close
-// the server, which stops it and removes its files.
+// development setup): it makes a data directory with initdb and starts the server on 127.0.0.1 and
+// a free port, and returns once the server accepts connections. The caller must Close the server,
+// which stops it and removes its files.
 //
-// ctx bounds the start (initdb and pg_ctl); once New has returned, the server runs until Close,
-// whatever becomes of ctx. New fails if the server binaries cannot be found (the error says what to
-// install) or the server does not start; it leaves nothing behind then.
+// ctx bounds the start (initdb and the server's start); once New has returned, the server runs until
+// Close, whatever becomes of ctx. New fails if the server binaries cannot be found (the error says
+// what to install), an option is invalid, or the server does not start; it leaves nothing behind
+// then.
 func New(ctx context.Context, opts ...Option) (*Server, error) {
 	s := &Server{}
 	for _, opt := range opts {
 		opt(&s.cfg)
 	}
+	if err := checkSettings(s.cfg.settings); err != nil {
+		return nil, err
+	}
 	var err error
-	if s.initdb, s.pgCtl, err = findBinaries(s.cfg.binDir); err != nil {
+	if s.initdb, s.postgres, err = findBinaries(s.cfg.binDir); err != nil {
 		return nil, err
 	}
 	s.binDir = filepath.Dir(s.initdb)
@@ -154,7 +224,7 @@ func (s *Server) init(ctx context.Context) error {
 
 // Start starts a fresh PostgreSQL server for the test, as New does, and registers a cleanup with t
 // that closes it (stops the server and removes its files). Start fails the test if the server
-// binaries cannot be found or the server does not start.
+// binaries cannot be found, an option is invalid, or the server does not start.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	s, err := New(t.Context(), opts...)
@@ -177,7 +247,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 // Host returns the address the server listens on, 127.0.0.1.
 func (s *Server) Host() string { return host }
 
-// Port returns the TCP port the server listens on. It stays the same across Stop and Start.
+// Port returns the TCP port the server listens on. It stays the same across Stop, Kill and Start.
 func (s *Server) Port() int { return s.port }
 
 // URL returns a connection URL for the superuser postgres and the database postgres:
@@ -190,29 +260,50 @@ func (s *Server) URL() string {
 // unprivileged user the server runs as.
 func (s *Server) DataDir() string { return s.dataDir }
 
-// LogFile returns the path of the server's log, to which the server appends as it runs (pg_ctl -l);
-// read it, for example, to see the statements that log_statement logs. Close removes it (after copying
-// it to WithLogOutput's writer, if any).
+// LogFile returns the path of the server's log, to which the server appends as it runs, across
+// restarts; Statements parses it. Close removes it (after copying it to WithLogOutput's writer, if
+// any).
 func (s *Server) LogFile() string { return s.logFile }
 
-// Stop stops the server (pg_ctl stop -m fast: open connections are closed, the data stays) and
-// returns once it has exited, for example to test how code copes with an outage. It fails the test
-// if the server is not running or does not stop.
+// Stop stops the server (a fast shutdown: open connections are closed, the data stays) and returns
+// once it has exited, for example to test how code copes with an outage. It fails the test if the
+// server is not running or does not stop.
 func (s *Server) Stop(t testing.TB) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.running {
-		t.Fatal("stop PostgreSQL: the server is not running")
+	if err := s.requireRunning("stop"); err != nil {
+		t.Fatal(err)
 	}
-	if err := s.stop("fast"); err != nil {
+	if err := s.stop(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// Start starts the server again after Stop, with the same data directory and port, and returns once
-// it accepts connections. It fails the test if the server is running or does not start (for
-// example, when something else has taken the port meanwhile) or has been closed.
+// Kill crashes the server: it sends SIGKILL to the postmaster and to every server process (backends,
+// checkpointer, WAL writer...), as the OOM killer or a power cut would, reaps the postmaster and
+// returns once none of them runs. Nothing is flushed or shut down: the data directory is left as a
+// crash leaves it, postmaster.pid included, and the next Start recovers it from the WAL (committed
+// data survives; with the default fsync=off that holds for a process crash like this one, not for a
+// machine's). Open connections break. Kill fails the test if the server is not running or a process
+// does not die.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.requireRunning("kill"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.kill(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Start starts the server again after Stop or Kill (or after its postmaster died otherwise: killed
+// from outside the test, or crashed), with the same data directory, port and settings, and returns
+// once it accepts connections, after crash recovery if it did not stop cleanly. It
+// fails the test if the server is running, has been closed, or does not start (for example, when
+// something else has taken the port meanwhile).
 func (s *Server) Start(t testing.TB) {
 	t.Helper()
 	s.mu.Lock()
@@ -220,17 +311,34 @@ func (s *Server) Start(t testing.TB) {
 	switch {
 	case s.closed:
 		t.Fatal("start PostgreSQL: the server has been closed")
-	case s.running:
+	case s.pm != nil && s.pm.alive():
 		t.Fatal("start PostgreSQL: the server is already running")
+	case s.pm != nil: // it died without Stop or Kill: killed from outside, or crashed
+		if err := s.cleanUpCrash(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// Close stops the server if it runs (pg_ctl stop -m fast; if that fails, -m immediate) and removes
-// its files: the data directory, the socket directory and the server log. Calling it again does
-// nothing and returns nil. Start's cleanup calls it when the test ends.
+// requireRunning returns an error naming op unless the server runs.
+func (s *Server) requireRunning(op string) error {
+	switch {
+	case s.closed:
+		return fmt.Errorf("%s PostgreSQL: the server has been closed", op)
+	case s.pm == nil:
+		return fmt.Errorf("%s PostgreSQL: the server is not running", op)
+	case !s.pm.alive():
+		return fmt.Errorf("%s PostgreSQL: the server exited by itself (%v); server log:\n%s", op, s.pm.err, s.logTail(0))
+	}
+	return nil
+}
+
+// Close stops the server if it runs (a fast shutdown; if that fails, an immediate one, then
+// SIGKILL) and removes its files: the data directory, the socket directory and the server log.
+// Calling it again does nothing and returns nil. Start's cleanup calls it when the test ends.
 func (s *Server) Close() error {
 	return s.close(nil)
 }
@@ -245,12 +353,17 @@ func (s *Server) close(beforeRemove func()) error {
 	}
 	s.closed = true
 	var errs []error
-	// postmaster.pid exists while a server runs on the data directory, even one whose start
-	// pg_ctl gave up waiting for.
-	if _, err := os.Stat(filepath.Join(s.dataDir, "postmaster.pid")); s.running || err == nil {
-		if err := s.stop("fast"); err != nil {
-			if err2 := s.stop("immediate"); err2 != nil {
-				errs = append(errs, fmt.Errorf("%w; then: %w", err, err2))
+	if s.pm != nil && !s.pm.alive() { // it died without Stop or Kill: its processes may be left
+		if err := s.cleanUpCrash(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.pm != nil {
+		if err := s.stop(syscall.SIGINT); err != nil {
+			if err2 := s.stop(syscall.SIGQUIT); err2 != nil {
+				if err3 := s.kill(); err3 != nil {
+					errs = append(errs, fmt.Errorf("%w; then: %w; then: %w", err, err2, err3))
+				}
 			}
 		}
 	}
@@ -263,27 +376,205 @@ func (s *Server) close(beforeRemove func()) error {
 	return errors.Join(errs...)
 }
 
-// start starts the server with pg_ctl, which waits until it accepts connections.
+// serverArgs returns the postgres command's arguments: the data directory, then the package's
+// settings, the defaults and WithSetting's, in that order, so that later ones win.
+func (s *Server) serverArgs() []string {
+	args := []string{"-D", s.dataDir,
+		"-c", "port=" + strconv.Itoa(s.port),
+		"-c", "listen_addresses=" + host,
+		"-c", "unix_socket_directories=" + s.sockDir,
+		"-c", "logging_collector=off",
+		"-c", "log_destination=stderr",
+		"-c", "log_line_prefix=" + logLinePrefix,
+		"-c", "lc_messages=C",
+	}
+	for _, st := range slices.Concat(defaultSettings, s.cfg.settings) {
+		args = append(args, "-c", st.name+"="+st.value)
+	}
+	return args
+}
+
+// start starts the postmaster, its output appended to the log, and waits until it accepts
+// connections. A start that fails leaves no process behind.
 func (s *Server) start(ctx context.Context) error {
 	from := s.logSize()
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=%s -c fsync=off", s.port, shellQuote(s.sockDir), host)
-	err := s.run(ctx, s.pgCtl, "start", "-w", "-t", pgCtlTimeout, "-D", s.dataDir, "-l", s.logFile, "-o", opts)
-	if err != nil {
+	fail := func(err error) error {
 		return fmt.Errorf("start PostgreSQL on port %d: %w\nserver log:\n%s", s.port, err, s.logTail(from))
 	}
-	s.running = true
+	if err := s.removeStaleLocks(); err != nil {
+		return fail(err)
+	}
+	logf, err := os.OpenFile(s.logFile, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fail(fmt.Errorf("open the server log: %w", err))
+	}
+	defer logf.Close() // the server has its own descriptor
+	cmd := exec.Command(s.postgres, s.serverArgs()...)
+	cmd.Dir = s.baseDir // a directory the unprivileged user can enter
+	cmd.Env = s.env
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	// Its own session, as pg_ctl would: a terminal's Ctrl-C reaches the test binary, not the server.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: s.cred}
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	pm := &postmaster{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		pm.err = cmd.Wait()
+		close(pm.exited)
+	}()
+	s.pm = pm
+	s.killedPID = 0
+	if err := s.waitReady(ctx, pm); err != nil {
+		if pm.alive() {
+			if err2 := s.kill(); err2 != nil {
+				err = fmt.Errorf("%w; then: %w", err, err2)
+			}
+		}
+		s.pm = nil
+		return fail(err)
+	}
 	return nil
 }
 
-// stop stops the server with pg_ctl in the given shutdown mode and copies its log to the log output.
-func (s *Server) stop(mode string) error {
-	err := s.run(context.Background(), s.pgCtl, "stop", "-w", "-t", pgCtlTimeout, "-m", mode, "-D", s.dataDir)
-	s.copyLog()
-	if err != nil {
+// waitReady waits until the postmaster pm has written "ready" into postmaster.pid, as pg_ctl -w
+// does: it then accepts connections.
+func (s *Server) waitReady(ctx context.Context, pm *postmaster) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	pid := strconv.Itoa(pm.cmd.Process.Pid)
+	for {
+		// Lines of postmaster.pid: 1 the PID, ..., 8 the status (starting, ready, stopping).
+		if data, err := os.ReadFile(filepath.Join(s.dataDir, "postmaster.pid")); err == nil {
+			lines := strings.Split(string(data), "\n")
+			if len(lines) >= 8 && lines[0] == pid && strings.TrimSpace(lines[7]) == "ready" {
+				return nil
+			}
+		}
+		select {
+		case <-pm.exited:
+			return fmt.Errorf("the server exited: %v", pm.err)
+		case <-ctx.Done():
+			return fmt.Errorf("the server did not accept connections: %w", context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+}
+
+// removeStaleLocks removes the lock files a killed postmaster left (postmaster.pid and the Unix
+// socket's lock), which name its process ID: that process is reaped, and its number may belong to
+// another process by now, which the server would take for a postmaster still running.
+func (s *Server) removeStaleLocks() error {
+	if s.killedPID == 0 {
+		return nil
+	}
+	pid := strconv.Itoa(s.killedPID)
+	for _, p := range []string{
+		filepath.Join(s.dataDir, "postmaster.pid"),
+		filepath.Join(s.sockDir, ".s.PGSQL."+strconv.Itoa(s.port)+".lock"),
+	} {
+		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read the lock file the killed server left: %w", err)
+		}
+		if first, _, _ := strings.Cut(string(data), "\n"); first == pid {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("remove the lock file the killed server left: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// stop asks the postmaster to shut down with sig (SIGINT: fast, SIGQUIT: immediate), waits until it
+// has exited and copies its log to the log output.
+func (s *Server) stop(sig syscall.Signal) error {
+	pm := s.pm
+	mode := map[syscall.Signal]string{syscall.SIGINT: "fast", syscall.SIGQUIT: "immediate"}[sig]
+	if err := pm.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("stop PostgreSQL (%s): %w", mode, err)
 	}
-	s.running = false
+	select {
+	case <-pm.exited:
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("stop PostgreSQL (%s): the server has not exited after %s", mode, stopTimeout)
+	}
+	s.pm = nil
+	s.copyLog()
 	return nil
+}
+
+// kill sends SIGKILL to the postmaster, reaps it, and cleans up after the crash (cleanUpCrash).
+func (s *Server) kill() error {
+	pm := s.pm
+	if err := pm.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill PostgreSQL: %w", err)
+	}
+	select {
+	case <-pm.exited:
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("kill PostgreSQL: the postmaster (PID %d) has not exited after %s", pm.cmd.Process.Pid, stopTimeout)
+	}
+	return s.cleanUpCrash()
+}
+
+// cleanUpCrash follows the death of the postmaster, reaped already: it kills every server process
+// left (they all work in the data directory, and the dead postmaster forks no more), returns once
+// none runs, and notes the postmaster's process ID for Start, which removes the lock files that name
+// it.
+func (s *Server) cleanUpCrash() error {
+	s.killedPID = s.pm.cmd.Process.Pid
+	s.pm = nil
+	defer s.copyLog()
+	deadline := time.Now().Add(stopTimeout)
+	for {
+		left, err := processesIn(s.dataDir)
+		if err != nil {
+			return fmt.Errorf("kill PostgreSQL's processes: %w", err)
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill PostgreSQL's processes: %v still run %s after SIGKILL", left, stopTimeout)
+		}
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // gone meanwhile: ESRCH
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// processesIn returns the processes, zombies aside, whose working directory is dir: a PostgreSQL
+// server's processes all work in its data directory. Processes this one may not inspect are
+// skipped; they cannot be the server's, which runs as this process's user or, as root, is visible.
+func processesIn(dir string) ([]int, error) {
+	want, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolve the data directory: %w", err)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		// A zombie has no working directory: Readlink fails, as it does for one gone meanwhile.
+		if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && cwd == want {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
 }
 
 // hba is the server's pg_hba.conf: the superuser postgres is trusted (on the Unix socket and on
@@ -414,20 +705,23 @@ func (s *Server) copyLog() {
 	}
 }
 
-// findBinaries returns the paths of initdb and pg_ctl: from dir if it is given, else from PATH,
-// else from the highest version in /usr/lib/postgresql/*/bin.
-func findBinaries(dir string) (initdb, pgCtl string, err error) {
+// findBinaries returns the paths of initdb and postgres, from the same directory: dir if it is
+// given, else initdb's on PATH, else the highest version in /usr/lib/postgresql/*/bin.
+func findBinaries(dir string) (initdb, postgres string, err error) {
+	inDir := func(d string) (string, string, bool) {
+		initdb, postgres := filepath.Join(d, "initdb"), filepath.Join(d, "postgres")
+		return initdb, postgres, isExecutable(initdb) && isExecutable(postgres)
+	}
 	if dir != "" {
-		initdb, pgCtl = filepath.Join(dir, "initdb"), filepath.Join(dir, "pg_ctl")
-		if isExecutable(initdb) && isExecutable(pgCtl) {
-			return initdb, pgCtl, nil
+		if initdb, postgres, ok := inDir(dir); ok {
+			return initdb, postgres, nil
 		}
 		return "", "", fmt.Errorf("%s (looked in %s)", notFound, dir)
 	}
-	initdb, err1 := exec.LookPath("initdb")
-	pgCtl, err2 := exec.LookPath("pg_ctl")
-	if err1 == nil && err2 == nil {
-		return initdb, pgCtl, nil
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if initdb, postgres, ok := inDir(filepath.Dir(p)); ok {
+			return initdb, postgres, nil
+		}
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	version := func(d string) float64 {
@@ -448,9 +742,8 @@ func findBinaries(dir string) (initdb, pgCtl string, err error) {
 		return 0
 	})
 	for _, d := range dirs {
-		initdb, pgCtl = filepath.Join(d, "initdb"), filepath.Join(d, "pg_ctl")
-		if isExecutable(initdb) && isExecutable(pgCtl) {
-			return initdb, pgCtl, nil
+		if initdb, postgres, ok := inDir(d); ok {
+			return initdb, postgres, nil
 		}
 	}
 	return "", "", errors.New(notFound)
@@ -513,9 +806,4 @@ func freePort() (int, error) {
 		return 0, fmt.Errorf("release the picked port %d: %w", port, err)
 	}
 	return port, nil
-}
-
-// shellQuote quotes s for /bin/sh, through which pg_ctl passes its -o options to the server.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

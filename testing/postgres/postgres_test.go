@@ -5,15 +5,23 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/convergo-dev/convergo/testing/internal/procstat"
 )
 
 // TestServer starts a server, uses it, stops it for an outage and starts it again, checking that it
@@ -154,4 +162,227 @@ func mustQuery(t *testing.T, srv *Server, sql string) string {
 		t.Fatalf("psql -c %q: %v\n%s", sql, err, out)
 	}
 	return out
+}
+
+// TestSettings starts a server with settings of the test's and checks that the server runs with
+// them, after a restart too, and that the package's defaults hold unless changed.
+func TestSettings(t *testing.T) {
+	srv := Start(t, WithSetting("work_mem", "7MB"), WithSetting("fsync", "on"),
+		WithSetting("statement_timeout", "1min"), WithSetting("statement_timeout", "2min"))
+	cases := map[string]string{
+		"SHOW work_mem":          "7MB",
+		"SHOW fsync":             "on",   // a default changed
+		"SHOW log_statement":     "all",  // a default kept
+		"SHOW statement_timeout": "2min", // the later setting wins
+		"SHOW listen_addresses":  "127.0.0.1",
+	}
+	check := func(t *testing.T) {
+		for sql, want := range cases {
+			if got := mustQuery(t, srv, sql); got != want {
+				t.Errorf("%s = %q, want %q", sql, got, want)
+			}
+		}
+	}
+	check(t)
+	srv.Stop(t)
+	srv.Start(t)
+	t.Run("after a restart", check)
+}
+
+// TestSettingRejectedByServer checks that a setting the server refuses fails New with the server's
+// reason.
+func TestSettingRejectedByServer(t *testing.T) {
+	srv, err := New(t.Context(), WithSetting("work_mem", "lots"))
+	if err == nil {
+		_ = srv.Close()
+		t.Fatal("New with work_mem=lots succeeded")
+	}
+	if !strings.Contains(err.Error(), `invalid value for parameter "work_mem"`) {
+		t.Errorf("New with work_mem=lots: %v; want the server's reason", err)
+	}
+}
+
+// TestKillAndStart crashes the server, by Kill and by a SIGKILL from outside the package, with a
+// transaction open, and checks that nothing of it runs on, that the data directory is left as a
+// crash leaves it, and that Start recovers it on the same port: committed data survives, the open
+// transaction's does not. Each server crashes twice, so recovery is no one-off.
+func TestKillAndStart(t *testing.T) {
+	cases := map[string]func(t *testing.T, srv *Server){
+		"Kill": func(t *testing.T, srv *Server) { srv.Kill(t) },
+		"SIGKILL from outside": func(t *testing.T, srv *Server) {
+			if err := syscall.Kill(postmasterPID(t, srv), syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-srv.pm.exited // the package reaps it; Start cleans up after it
+		},
+	}
+	for name, crash := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv := Start(t)
+			port := srv.Port()
+			mustQuery(t, srv, "CREATE TABLE survivor (x int); INSERT INTO survivor VALUES (1)")
+			for round := 2; round <= 3; round++ {
+				ctx := t.Context()
+				conn := connect(t, srv)
+				tx, err := conn.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tx.Exec(ctx, "INSERT INTO survivor VALUES (-1)"); err != nil {
+					t.Fatal(err)
+				}
+				pid := postmasterPID(t, srv)
+
+				crash(t, srv)
+				if name == "Kill" {
+					if left, err := processesIn(srv.DataDir()); err != nil || len(left) != 0 {
+						t.Errorf("after Kill, server processes %v (%v) still run; want none", left, err)
+					}
+					if fields, err := procstat.Read(pid); err == nil && fields[0] == "Z" && fields[1] == strconv.Itoa(os.Getpid()) {
+						t.Errorf("after Kill, the postmaster %d is an unreaped child of the test", pid)
+					}
+					if data, err := os.ReadFile(filepath.Join(srv.DataDir(), "postmaster.pid")); err != nil || !strings.HasPrefix(string(data), strconv.Itoa(pid)+"\n") {
+						t.Errorf("after Kill, postmaster.pid: %q, %v; want it left behind, naming PID %d", data, err, pid)
+					}
+					if out, err := query(t, srv, "SELECT 1"); err == nil {
+						t.Errorf("after Kill, the server still answers: %s", out)
+					}
+				}
+				if err := tx.Commit(ctx); err == nil {
+					t.Errorf("a transaction open across the crash committed")
+				}
+
+				srv.Start(t)
+				if srv.Port() != port {
+					t.Errorf("after the crash, port %d; want %d", srv.Port(), port)
+				}
+				mustQuery(t, srv, fmt.Sprintf("INSERT INTO survivor VALUES (%d)", round))
+				want := "1"
+				for r := 2; r <= round; r++ {
+					want += "," + strconv.Itoa(r)
+				}
+				if got := mustQuery(t, srv, "SELECT string_agg(x::text, ',' ORDER BY x) FROM survivor"); got != want {
+					t.Errorf("after crash %d, survivor holds %s; want %s (committed rows, not the open transaction's -1)", round-1, got, want)
+				}
+			}
+			if log, err := os.ReadFile(srv.LogFile()); err != nil || !strings.Contains(string(log), "database system was interrupted") {
+				t.Errorf("the server log does not show a crash recovery (%v):\n%s", err, log)
+			}
+		})
+	}
+}
+
+// TestKillWhenNotRunning checks that Kill and Stop refuse a server that is not running.
+func TestKillWhenNotRunning(t *testing.T) {
+	srv := Start(t)
+	srv.Kill(t)
+	for name, op := range map[string]func(testing.TB){"Kill": srv.Kill, "Stop": srv.Stop} {
+		t.Run(name, func(t *testing.T) {
+			rec := &fatalRecorder{TB: t}
+			done := make(chan struct{})
+			go func() { // Fatal ends the goroutine it runs on
+				defer close(done)
+				op(rec)
+			}()
+			<-done
+			if len(rec.fatals) != 1 || !strings.Contains(rec.fatals[0], "not running") {
+				t.Errorf("%s of a killed server: failures %q; want one saying it is not running", name, rec.fatals)
+			}
+		})
+	}
+}
+
+// TestStatements runs statements through both of PostgreSQL's query protocols and checks that
+// Statements returns them, since a mark, with their connection's PID, user, database and
+// parameters, and that the log keeps them across a crash.
+func TestStatements(t *testing.T) {
+	srv := Start(t)
+	ctx := t.Context()
+	conn := connect(t, srv)
+	var pid int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+
+	mark := srv.MarkLog()
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (x int, note text)"); err != nil { // no arguments: simple protocol
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO t VALUES ($1, $2)", 42, "it's\nsaid"); err != nil { // extended
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "UPDATE t\n\tSET note = 'x'\nWHERE x = $1", 42); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT 1/0"); err == nil {
+		t.Fatal("SELECT 1/0 succeeded")
+	}
+	st := func(text, params string) Statement {
+		return Statement{PID: pid, User: "postgres", Database: "postgres", Text: text, Parameters: params}
+	}
+	want := []Statement{
+		st("CREATE TABLE t (x int, note text)", ""),
+		st("INSERT INTO t VALUES ($1, $2)", "$1 = '42', $2 = 'it''s\nsaid'"),
+		st("UPDATE t\n\tSET note = 'x'\nWHERE x = $1", "$1 = '42'"),
+		st("SELECT 1/0", ""),
+	}
+	if diff := cmp.Diff(want, srv.Statements(t, mark)); diff != "" {
+		t.Errorf("Statements since the mark (-want +got):\n%s\nserver log:\n%s", diff, srv.logTail(int64(mark)))
+	}
+
+	mark = srv.MarkLog()
+	mustQuery(t, srv, "SELECT 2") // psql: another connection
+	got := srv.Statements(t, mark)
+	if len(got) != 1 || got[0].Text != "SELECT 2" || got[0].PID == pid {
+		t.Errorf("Statements since the second mark = %v; want SELECT 2 alone, from another backend than %d", got, pid)
+	}
+
+	srv.Kill(t)
+	srv.Start(t)
+	all := srv.Statements(t, 0)
+	for _, text := range []string{"SELECT pg_backend_pid()", "CREATE TABLE t (x int, note text)", "SELECT 2"} {
+		if !slices.ContainsFunc(all, func(st Statement) bool { return st.Text == text }) {
+			t.Errorf("after a crash and a start, Statements since 0 lacks %q:\n%v", text, all)
+		}
+	}
+}
+
+// connect opens a pgx connection to srv for the test's duration.
+func connect(t *testing.T, srv *Server) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+// postmasterPID returns the postmaster's process ID from postmaster.pid.
+func postmasterPID(t *testing.T, srv *Server) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(srv.DataDir(), "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	pid, err := strconv.Atoi(first)
+	if err != nil {
+		t.Fatalf("postmaster.pid: %v", err)
+	}
+	return pid
+}
+
+// fatalRecorder records Fatal's message and ends the goroutine, as testing.T does, without failing
+// the test.
+type fatalRecorder struct {
+	testing.TB
+	fatals []string
+}
+
+func (r *fatalRecorder) Helper() {}
+
+func (r *fatalRecorder) Fatal(args ...any) {
+	r.fatals = append(r.fatals, fmt.Sprint(args...))
+	runtime.Goexit()
 }
