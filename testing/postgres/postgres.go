@@ -123,8 +123,8 @@ type Server struct {
 	port     int
 
 	mu        sync.Mutex
-	pm        *postmaster // the running server; nil when stopped, killed or closed
-	killedPID int         // the process ID of the postmaster Kill killed last, 0 if none
+	pm        *postmaster // the server's last run: nil once stopped, killed or closed, or once a crash is cleaned up
+	killedPID int         // the process ID of the last postmaster that died without a clean stop, until the next start
 	closed    bool
 	logCopied int64 // how much of logFile has been copied to cfg.logOutput
 }
