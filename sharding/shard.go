@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -115,13 +116,35 @@ type Shard struct {
 	released  bool // the drain ended: every write is refused
 	idle      *sync.Cond
 	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	// retries spaces the hand-overs tried again after a conflict, per object.
+	retries workqueue.TypedRateLimiter[types.NamespacedName]
 	// recount: an object was added, changed or deleted since the gauges were last counted.
 	recount atomic.Bool
+
+	// cache reads the manager's (scoped) cache, scheme makes its typed objects: a round of
+	// take-overs waits until the cache shows the children it relabelled. Nil without a manager.
+	cache  client.Reader
+	scheme *runtime.Scheme
+	// takes holds the objects that moved here whose children a round of take-overs relabels or
+	// relabelled (see TakeChildren); gathering is the round that still admits objects.
+	takes     map[types.UID]*takeJob
+	gathering *takeRound
+	// cleared holds the objects whose mark TakeChildren removed, until this member's view shows it.
+	cleared map[types.UID]bool
+	// handing holds the objects HandOver is moving away: no round takes their children.
+	handing map[types.UID]bool
 }
 
 // claimWorkers is how many claims, hand-overs and take-overs a member sends at once: a take-over of a
 // dead member's objects is one patch each, and one at a time made it grow with the objects held.
 const claimWorkers = 8
+
+// handOverRetryBase and handOverRetryMax space the tries of a hand-over that conflicted (the object
+// changed since the version the Reconciler held): 5 ms, doubling, at most 5 s apart.
+const (
+	handOverRetryBase = 5 * time.Millisecond
+	handOverRetryMax  = 5 * time.Second
+)
 
 // gaugeInterval is how often the owned and unassigned gauges are counted again while objects change:
 // they are current within that of a claim, a move or a take-over.
@@ -147,6 +170,7 @@ func NewShard(mgr manager.Manager, cfg Config, obj client.Object, opts ...Member
 	}
 	s := newShard(cfg, NewMember(mgr.GetClient(), cfg.Ring, cfg.Member, cfg.Namespace, opts...), mgr.GetClient())
 	s.gvk, s.gvr, s.meta, s.mapper = gvk, mapping.Resource, mc, mgr.GetRESTMapper()
+	s.cache, s.scheme = mgr.GetCache(), mgr.GetScheme()
 	s.log = mgr.GetLogger().WithName("shard").WithValues("ring", cfg.Ring, "member", cfg.Member)
 	return s, nil
 }
@@ -170,9 +194,11 @@ func newShard(cfg Config, member *Member, c client.Client) *Shard {
 		cfg: cfg, key: Label(cfg.Ring), member: member, mcfg: member.cfg, log: logr.Discard(),
 		ring: NewRing(nil), claims: NewRing(nil),
 		live: map[string]bool{}, expired: map[string]bool{}, moved: map[types.UID]string{},
+		takes: map[types.UID]*takeJob{}, cleared: map[types.UID]bool{}, handing: map[types.UID]bool{},
 		events: make(chan event.GenericEvent, 1024),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "shard-" + cfg.Ring + "-" + cfg.Member}),
+		retries: workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](handOverRetryBase, handOverRetryMax),
 	}
 	s.idle = sync.NewCond(&s.mu)
 	s.writer = s.Client(c)
@@ -217,8 +243,8 @@ func (s *Shard) Start(ctx context.Context) error {
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { enqueue(o); s.recount.Store(true) },
-		UpdateFunc: func(_, o any) { enqueue(o); s.recount.Store(true) },
-		DeleteFunc: func(any) { s.recount.Store(true) },
+		UpdateFunc: func(_, o any) { enqueue(o); s.forgetTake(o, false); s.recount.Store(true) },
+		DeleteFunc: func(o any) { s.forgetTake(o, true); s.recount.Store(true) },
 	}); err != nil {
 		stopMember()
 		return fmt.Errorf("shard %s/%s: watch %s: %w", s.cfg.Ring, s.cfg.Member, s.gvk.Kind, err)
@@ -460,7 +486,10 @@ func (s *Shard) claim(ctx context.Context, m *metav1.PartialObjectMetadata) erro
 	}
 	if err := s.relabel(ctx, m, s.cfg.Member, from); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return nil // changed meanwhile: the informer brings the new version
+			// Changed or deleted meanwhile: the informer brings the new version, which is
+			// classified again. Harmless, so below the error level.
+			s.log.V(1).Info("claim conflicted; tried again at the object's next version", "object", client.ObjectKeyFromObject(m), "error", err)
+			return nil
 		}
 		return err
 	}
@@ -496,17 +525,36 @@ func (s *Shard) Target(uid types.UID) string {
 
 // HandOver moves obj to the member the ring assigns it to, when that is another ready member: one
 // patch of its label under its resourceVersion, with MovedFromAnnotation naming this member. It
-// reports whether obj moved. The caller (the Reconciler, between two reconciles of obj) stops there;
-// until its cache shows the move, Stale tells it to leave obj alone.
+// reports whether the caller (the Reconciler, between two reconciles of obj) must stop there: obj
+// moved, and until its cache shows the move Stale tells it to leave obj alone; or obj changed since
+// the version the caller holds (a conflict), and the shard tries the hand-over again at obj's next
+// version (the Reconciler is told through Events, at most handOverRetryMax later). A conflict is
+// harmless and retried, so it is logged at V(1) and returned as no error; so is an object deleted
+// meanwhile. A round of take-overs that is relabelling obj's children finishes first.
 func (s *Shard) HandOver(ctx context.Context, obj client.Object) (bool, error) {
 	target := s.Target(obj.GetUID())
 	if target == s.cfg.Member || obj.GetLabels()[s.key] != s.cfg.Member {
 		return false, nil
 	}
+	if err := s.beginHandOver(ctx, obj.GetUID()); err != nil {
+		return false, err
+	}
+	defer s.endHandOver(obj.GetUID())
+	key := client.ObjectKeyFromObject(obj)
 	rv := obj.GetResourceVersion()
 	if err := s.relabel(ctx, obj, target, s.cfg.Member); err != nil {
-		return false, fmt.Errorf("hand %s over to %s: %w", client.ObjectKeyFromObject(obj), target, err)
+		switch {
+		case apierrors.IsConflict(err):
+			s.log.V(1).Info("hand-over conflicted; tried again at the object's next version", "object", key, "to", target, "error", err)
+			s.queue.AddAfter(key, s.retries.When(key))
+			return true, nil
+		case apierrors.IsNotFound(err):
+			s.log.V(1).Info("hand-over found the object deleted", "object", key)
+			return true, nil
+		}
+		return false, fmt.Errorf("hand %s over to %s: %w", key, target, err)
 	}
+	s.retries.Forget(key)
 	s.mu.Lock()
 	if len(s.moved) > 10000 {
 		clear(s.moved)
@@ -514,7 +562,7 @@ func (s *Shard) HandOver(ctx context.Context, obj client.Object) (bool, error) {
 	s.moved[obj.GetUID()] = rv
 	s.mu.Unlock()
 	metricMoves.WithLabelValues(s.cfg.Ring, s.cfg.Member, ReasonRebalance).Inc()
-	s.log.V(1).Info("handed over", "object", client.ObjectKeyFromObject(obj), "to", target)
+	s.log.V(1).Info("handed over", "object", key, "to", target)
 	return true, nil
 }
 
@@ -566,48 +614,33 @@ func (s *Shard) drain() {
 // that moved here, before anything reads its children from the cache. It returns the children it
 // relabelled (metadata with their kind, as the relabel left them), which a cache scoped with
 // ScopeCache shows once their watch events arrive.
+//
+// The objects that moved here are taken in rounds, not one by one: the first call waits until the
+// claims of a take-over this member sent have reached its view of the objects (at most gatherWait),
+// then lists the children of every object that moved here and was not taken yet (one LIST per kind
+// for up to 100 owners, by their UIDs), relabels them, and waits once until the manager's cache shows
+// them (at most takenWait); the calls for the other objects of the round wait for it and then only
+// clear their mark. A call whose round failed starts a new one.
 func (s *Shard) TakeChildren(ctx context.Context, owner client.Object, ownerLabel string, kinds []schema.GroupVersionKind) ([]client.Object, error) {
+	job, err := s.takeRound(ctx, owner, ownerLabel, kinds)
+	if err != nil {
+		return nil, fmt.Errorf("take the children of %s: %w", client.ObjectKeyFromObject(owner), err)
+	}
 	patch, err := labelPatch(s.key, s.cfg.Member, "", "")
 	if err != nil {
 		return nil, err
-	}
-	var taken []client.Object
-	for _, gvk := range kinds {
-		mapping, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return taken, fmt.Errorf("take the %s children of %s: %w", gvk.Kind, client.ObjectKeyFromObject(owner), err)
-		}
-		list, err := s.meta.Resource(mapping.Resource).List(ctx, metav1.ListOptions{LabelSelector: ownerLabel + "=" + string(owner.GetUID())})
-		if err != nil {
-			return taken, fmt.Errorf("list the %s children of %s: %w", gvk.Kind, client.ObjectKeyFromObject(owner), err)
-		}
-		for i := range list.Items {
-			child := &list.Items[i]
-			if child.Labels[s.key] == s.cfg.Member {
-				continue
-			}
-			child.SetGroupVersionKind(gvk)
-			err := s.writer.Patch(ctx, child, client.RawPatch(types.MergePatchType, patch))
-			switch {
-			case apierrors.IsNotFound(err):
-				continue
-			case err != nil:
-				return taken, fmt.Errorf("relabel %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(child), err)
-			}
-			child.SetGroupVersionKind(gvk) // the answer's kind is the list item's
-			taken = append(taken, child)
-		}
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(s.gvk)
 	obj.SetNamespace(owner.GetNamespace())
 	obj.SetName(owner.GetName())
-	// The same patch: the owner already carries this member's label, and loses the mark.
+	// The same patch as the children's: the owner already carries this member's label, and loses the mark.
 	if err := s.writer.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return taken, fmt.Errorf("mark %s as taken: %w", client.ObjectKeyFromObject(owner), err)
+		return job.taken, fmt.Errorf("mark %s as taken: %w", client.ObjectKeyFromObject(owner), err)
 	}
 	owner.SetResourceVersion(obj.GetResourceVersion())
-	return taken, nil
+	s.clearedMark(owner.GetUID())
+	return job.taken, nil
 }
 
 func setOf(names []string) map[string]bool {
