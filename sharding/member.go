@@ -95,7 +95,11 @@ type Member struct {
 
 	mu        sync.Mutex
 	lastRenew time.Time // when the last successful renewal was sent; zero: not holding
-	seen      map[string]observation
+	// written is the Lease as this member's last write left it: the next renewal and the release
+	// start from it, not from a cache that may not show that write yet (a stale resourceVersion
+	// would conflict).
+	written *coordinationv1.Lease
+	seen    map[string]observation
 }
 
 // observation is what this replica last saw of a member's Lease, and when it saw it change.
@@ -143,35 +147,66 @@ func (m *Member) Start(ctx context.Context) error {
 }
 
 // Renew takes or renews the member's Lease once. A Lease another survivor fenced is taken back: the
-// member rejoins as a new incarnation (leaseTransitions counts them).
+// member rejoins as a new incarnation (leaseTransitions counts them). It starts from the Lease its
+// last write left; when that conflicts (the Lease changed since: fenced) or is gone, it reads the
+// Lease again and tries once more.
 func (m *Member) Renew(ctx context.Context) error {
+	err := m.renew(ctx, m.lastWritten())
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		err = m.renew(ctx, nil)
+	}
+	return err
+}
+
+// renew takes or renews the Lease once, from lease (as this member's last write left it) or, when
+// nil, from a read.
+func (m *Member) renew(ctx context.Context, lease *coordinationv1.Lease) error {
 	sent := m.cfg.clock.Now()
-	lease := &coordinationv1.Lease{}
-	err := m.c.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: m.LeaseName()}, lease)
-	switch {
-	case apierrors.IsNotFound(err):
-		lease = m.newLease(sent)
-		if err := m.c.Create(ctx, lease); err != nil {
-			return fmt.Errorf("create lease %s/%s: %w", m.namespace, m.LeaseName(), err)
-		}
-	case err != nil:
-		return fmt.Errorf("read lease %s/%s: %w", m.namespace, m.LeaseName(), err)
-	default:
-		if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); holder != m.name {
-			lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
-			lease.Spec.AcquireTime = &metav1.MicroTime{Time: sent}
-		}
-		lease.Spec.HolderIdentity = ptr.To(m.name)
-		lease.Spec.LeaseDurationSeconds = ptr.To(int32(m.cfg.leaseDuration / time.Second))
-		lease.Spec.RenewTime = &metav1.MicroTime{Time: sent}
-		if err := m.c.Update(ctx, lease); err != nil { // resourceVersion precondition
-			return fmt.Errorf("renew lease %s/%s: %w", m.namespace, m.LeaseName(), err)
+	if lease == nil {
+		lease = &coordinationv1.Lease{}
+		err := m.c.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: m.LeaseName()}, lease)
+		switch {
+		case apierrors.IsNotFound(err):
+			lease = m.newLease(sent)
+			if err := m.c.Create(ctx, lease); err != nil {
+				return fmt.Errorf("create lease %s/%s: %w", m.namespace, m.LeaseName(), err)
+			}
+			m.renewed(sent, lease)
+			return nil
+		case err != nil:
+			return fmt.Errorf("read lease %s/%s: %w", m.namespace, m.LeaseName(), err)
 		}
 	}
-	m.mu.Lock()
-	m.lastRenew = sent
-	m.mu.Unlock()
+	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); holder != m.name {
+		lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+		lease.Spec.AcquireTime = &metav1.MicroTime{Time: sent}
+	}
+	lease.Spec.HolderIdentity = ptr.To(m.name)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(m.cfg.leaseDuration / time.Second))
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: sent}
+	if err := m.c.Update(ctx, lease); err != nil { // resourceVersion precondition
+		return fmt.Errorf("renew lease %s/%s: %w", m.namespace, m.LeaseName(), err)
+	}
+	m.renewed(sent, lease)
 	return nil
+}
+
+// renewed records a successful renewal sent at sent, which left lease.
+func (m *Member) renewed(sent time.Time, lease *coordinationv1.Lease) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lastRenew = sent
+	m.written = lease.DeepCopy()
+}
+
+// lastWritten returns a copy of the Lease as this member's last write left it, or nil.
+func (m *Member) lastWritten() *coordinationv1.Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.written == nil {
+		return nil
+	}
+	return m.written.DeepCopy()
 }
 
 func (m *Member) newLease(now time.Time) *coordinationv1.Lease {
@@ -190,25 +225,41 @@ func (m *Member) newLease(now time.Time) *coordinationv1.Lease {
 	}
 }
 
-// release empties the Lease's holder if this member still holds it.
+// release empties the Lease's holder if this member still holds it, starting from the Lease its last
+// write left; on a conflict it reads the Lease again (until the retry period passed), since a
+// release that fails leaves the others waiting for the Lease to expire.
 func (m *Member) release() error {
+	lease := m.lastWritten()
 	m.mu.Lock()
-	m.lastRenew = time.Time{}
+	m.lastRenew, m.written = time.Time{}, nil
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.retryPeriod)
 	defer cancel()
-	lease := &coordinationv1.Lease{}
-	if err := m.c.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: m.LeaseName()}, lease); err != nil {
-		return client.IgnoreNotFound(err)
+	for {
+		if lease == nil {
+			lease = &coordinationv1.Lease{}
+			if err := m.c.Get(ctx, client.ObjectKey{Namespace: m.namespace, Name: m.LeaseName()}, lease); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+		}
+		if ptr.Deref(lease.Spec.HolderIdentity, "") != m.name {
+			return nil
+		}
+		lease.Spec.HolderIdentity = ptr.To("")
+		err := m.c.Update(ctx, lease)
+		if !apierrors.IsConflict(err) {
+			if err != nil {
+				return fmt.Errorf("release lease %s/%s: %w", m.namespace, m.LeaseName(), err)
+			}
+			return nil
+		}
+		lease = nil // changed since: read it again, as the cache catches up
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("release lease %s/%s: %w", m.namespace, m.LeaseName(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	if ptr.Deref(lease.Spec.HolderIdentity, "") != m.name {
-		return nil
-	}
-	lease.Spec.HolderIdentity = ptr.To("")
-	if err := m.c.Update(ctx, lease); err != nil {
-		return fmt.Errorf("release lease %s/%s: %w", m.namespace, m.LeaseName(), err)
-	}
-	return nil
 }
 
 // CanWrite reports whether the member may write: its last successful renewal is more recent than the

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 const (
@@ -195,6 +196,48 @@ func TestWithLeaseTimings(t *testing.T) {
 			m := NewMember(nil, "ring", "a", "ns", WithLeaseTimings(tc.lease, tc.renew, tc.retry))
 			if diff := cmp.Diff(tc.want, [3]time.Duration{m.cfg.leaseDuration, m.cfg.renewDeadline, m.cfg.retryPeriod}); diff != "" {
 				t.Errorf("timings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMemberWritesDespiteAStaleCache: a member whose client reads a Lease older than its own last
+// write (a cache that has not caught up) still renews and releases it, without a conflict: the
+// release is what lets the others take over at once.
+func TestMemberWritesDespiteAStaleCache(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(context.Context, *Member) error
+	}{
+		{"renew", func(ctx context.Context, m *Member) error { return m.Renew(ctx) }},
+		{"release", func(_ context.Context, m *Member) error { return m.release() }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			if err := coordinationv1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			var stale *coordinationv1.Lease // what the cache shows: the Lease before the last write
+			c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if l, ok := obj.(*coordinationv1.Lease); ok && stale != nil {
+						stale.DeepCopyInto(l)
+						return nil
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			}).Build()
+			m := NewMember(c, "welcome", "a", "ops", WithLeaseTimings(lease, renew, retry))
+			renewAll(t, m)
+			snapshot := &coordinationv1.Lease{}
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ops", Name: "welcome-a"}, snapshot); err != nil {
+				t.Fatal(err)
+			}
+			stale = snapshot
+			renewAll(t, m) // the cache does not show this renewal
+			if err := tc.do(t.Context(), m); err != nil {
+				t.Fatalf("%s with a stale cache: %v", tc.name, err)
 			}
 		})
 	}
