@@ -208,8 +208,8 @@ type ring struct {
 	// with a conflict, as if the object had changed since the replica's version.
 	conflictHandOvers bool
 	mu                sync.Mutex
-	reps map[string]*replica // the members: started, not stopped or cut off
-	all  []*replica
+	reps              map[string]*replica // the members: started, not stopped or cut off
+	all               []*replica
 }
 
 // newRing returns a ring of replicas of a Widget controller that shards the Widgets of ns. When the
