@@ -6,10 +6,10 @@
 // each one's Deployment carries the change, labelled with the survivor the ring names. It reports,
 // per round:
 //
-//   - from the victim's last renewal (its Lease's renewTime) to the fence, to the first and the last
-//     claim of its Welcomes, and to the last Deployment applied;
-//   - the take-over itself: from the fence to the last Deployment applied, and per Welcome a survivor
-//     took over.
+//   - from the victim's last renewal (its Lease's renewTime) to the fence, to the last claim of its
+//     Welcomes, and to the last Deployment applied;
+//   - the take-over work: for the slowest survivor, from its last claim to the last Deployment of
+//     its share applied, with the size of its share.
 //
 // The killed member is then started again, and the next round waits until the ring has handed its
 // share back. Times come from the bench's watches, a few milliseconds after the writes.
