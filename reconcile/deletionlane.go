@@ -21,6 +21,7 @@ import (
 // calls, and Reconcilers without WithDeletionConcurrency).
 type workerGate struct {
 	others, deleting chan struct{}
+	onWait           func() // called when a reconcile starts to wait for a place; for tests
 }
 
 // newWorkerGate returns a gate with others places for the objects not being deleted and deleting for
@@ -45,11 +46,39 @@ func (g *workerGate) enter(ctx context.Context, deleting bool) (release func(), 
 		return func() { <-lane }, false, nil
 	default:
 	}
+	if g.onWait != nil {
+		g.onWait()
+	}
 	select {
 	case lane <- struct{}{}:
 		return func() { <-lane }, true, nil
 	case <-ctx.Done():
 		return nil, true, fmt.Errorf("wait for a reconcile place: %w", ctx.Err())
+	}
+}
+
+// admit takes a place for a reconcile of obj in the lane its deletion state names. A reconcile that had
+// to wait reads the object again with read, since the object may have changed meanwhile: when its
+// deletion started during the wait, the place is given back and one is taken in the deletion lane, so
+// that an object is always finalized in a deletion place, whatever was read before the wait (a
+// reconcile queued while the object was live would otherwise hold the others' places for the whole
+// deletion). It returns the object as last read (the zero T when it is gone, with no place held) and
+// the function that gives the place back.
+func admit[T Object](ctx context.Context, g *workerGate, obj T, read func() (T, error)) (T, func(), error) {
+	for {
+		deleting := obj.GetDeletionTimestamp() != nil
+		release, waited, err := g.enter(ctx, deleting)
+		if err != nil || !waited {
+			return obj, release, err
+		}
+		if obj, err = read(); err != nil || isZero(obj) {
+			release()
+			return obj, nil, err // a read error is the reconcile's, not a wait's
+		}
+		if (obj.GetDeletionTimestamp() != nil) == deleting {
+			return obj, release, nil
+		}
+		release() // a deletion started during the wait: its lane
 	}
 }
 

@@ -3,11 +3,15 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/convergo-dev/convergo/internal/testapi"
 )
 
 // TestWorkerGate: each lane lets in as many reconciles as it has places, whatever the other lane
@@ -128,4 +132,73 @@ func TestWorkerGateNotEntered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdmitSwitchesLane: a reconcile that read a live object and waited for the others' only place
+// reads it again; when its deletion started meanwhile, the reconcile holds a deletion place, not the
+// others' one. One whose object was not deleted keeps its lane, and one whose object is gone holds none.
+func TestAdmitSwitchesLane(t *testing.T) {
+	live := &testapi.Widget{}
+	deleting := &testapi.Widget{}
+	deleting.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	cases := map[string]struct {
+		reread       *testapi.Widget
+		wantDeleting bool // holds a deletion place
+		wantGone     bool
+	}{
+		"deletion started during the wait": {reread: deleting, wantDeleting: true},
+		"still live":                       {reread: live},
+		"gone":                             {reread: nil, wantGone: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := newWorkerGate(1, 1)
+			waiting := make(chan struct{})
+			var once sync.Once
+			g.onWait = func() { once.Do(func() { close(waiting) }) }
+			hold, _, err := g.enter(t.Context(), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type admitted struct {
+				obj     *testapi.Widget
+				release func()
+				err     error
+			}
+			done := make(chan admitted)
+			go func() {
+				obj, release, err := admit(t.Context(), g, live, func() (*testapi.Widget, error) { return tc.reread, nil })
+				done <- admitted{obj, release, err}
+			}()
+			<-waiting
+			hold() // the others' place is free: the waiting reconcile goes on
+			got := <-done
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			if diff := cmp.Diff(tc.wantGone, got.release == nil); diff != "" {
+				t.Fatalf("gone (-want +got):\n%s", diff)
+			}
+			if tc.wantGone {
+				return
+			}
+			defer got.release()
+			if diff := cmp.Diff(tc.reread == deleting, got.obj == deleting); diff != "" {
+				t.Errorf("returned the object read after the wait (-want +got):\n%s", diff)
+			}
+			// The lane it holds is full; the other one is free.
+			_, waitedDeleting, _ := g.enter(canceled(t), true)
+			_, waitedOthers, _ := g.enter(canceled(t), false)
+			if diff := cmp.Diff([]bool{tc.wantDeleting, !tc.wantDeleting}, []bool{waitedDeleting, waitedOthers}); diff != "" {
+				t.Errorf("lanes full [deleting, others] (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// canceled returns a context that is already done: enter then fails at once on a full lane.
+func canceled(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	return ctx
 }

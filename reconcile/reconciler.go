@@ -617,16 +617,14 @@ func (r *Reconciler[T]) reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil || isZero(obj) {
 		return ctrl.Result{}, err
 	}
-	release, waited, err := r.gate.enter(ctx, obj.GetDeletionTimestamp() != nil)
+	obj, release, err := admit(ctx, r.gate, obj, func() (T, error) { return r.get(ctx, req) })
 	if err != nil {
 		return notEntered(err)
 	}
-	defer release()
-	if waited { // read again: the object may have changed meanwhile
-		if obj, err = r.get(ctx, req); err != nil || isZero(obj) {
-			return ctrl.Result{}, err
-		}
+	if release == nil {
+		return ctrl.Result{}, nil // gone during the wait
 	}
+	defer release()
 	if r.shard != nil {
 		end, stop, res, err := r.shardStep(ctx, obj)
 		defer end()

@@ -59,6 +59,7 @@ type widgetTest struct {
 	client  client.Client
 	counter *harness.RequestCounter
 	rec     *reconcile.Reconciler[*testapi.Widget]
+	mgr     manager.Manager
 	name    string
 	calls   atomic.Int64 // Children calls
 }
@@ -151,6 +152,7 @@ func newWidgetTestWith(t *testing.T, hooks reconcile.Hooks[*testapi.Widget], opt
 	}, opts...)
 	env.StartManager(t, func(mgr manager.Manager) error {
 		hooks.Children = widgetChildren(&wt.calls)
+		wt.mgr = mgr
 		wt.rec = reconcile.NewReconciler(mgr, hooks, opts...)
 		return wt.rec.SetupWithManager(mgr)
 	}, harness.WithManagerConfig(wt.counter.Wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
@@ -562,13 +564,19 @@ func TestIntegrationReconcilerDeletion(t *testing.T) {
 // TestIntegrationReconcilerDeletionConcurrency: with one worker for the Widgets and three places for
 // those being deleted (WithDeletionConcurrency), three deleted Widgets are finalized at once: their
 // cleanups (after every child is gone) overlap, and each waits for the others. Then every Widget and
-// child is gone. With the deletions sharing the one worker, the first cleanup would wait alone.
+// child is gone. The reconciles that finalize them started while the Widgets were live and waited for
+// the one place a blocked reconcile held (as on a loaded machine): they must finalize in the deletion
+// places all the same. With the deletions sharing the one worker, the first cleanup would wait alone.
 func TestIntegrationReconcilerDeletionConcurrency(t *testing.T) {
 	const deleting = 3
 	var (
 		mu           sync.Mutex
 		inside, most int
 		together     = make(chan struct{})
+		waiting      = map[string]int{} // reconciles started and not ended, by Widget
+		blocking     atomic.Bool        // the blocker's Status hook holds the others' place
+		blocked      = make(chan struct{})
+		unblock      = make(chan struct{})
 	)
 	cleanupHook := func(ctx context.Context, w *testapi.Widget) (bool, error) {
 		mu.Lock()
@@ -585,8 +593,7 @@ func TestIntegrationReconcilerDeletionConcurrency(t *testing.T) {
 			inside--
 			mu.Unlock()
 		}()
-		// Bounded, so that a Reconciler finalizing one Widget at a time still ends (and fails below);
-		// long, so that a loaded machine's slow reconciles reach it together.
+		// Bounded, so that a Reconciler finalizing one Widget at a time still ends (and fails below).
 		select {
 		case <-together:
 		case <-time.After(time.Minute):
@@ -594,24 +601,65 @@ func TestIntegrationReconcilerDeletionConcurrency(t *testing.T) {
 		}
 		return true, nil
 	}
-	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Cleanup: cleanupHook},
-		reconcile.WithMaxConcurrentReconciles(1), reconcile.WithDeletionConcurrency(deleting))
+	statusHook := func(ctx context.Context, w *testapi.Widget, _ *graph.Result) error {
+		if w.Name != "blocker" || !blocking.CompareAndSwap(true, false) {
+			return nil
+		}
+		close(blocked)
+		select {
+		case <-unblock:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	observe := func(_ context.Context, req ctrl.Request) func(ctrl.Result, error) {
+		mu.Lock()
+		waiting[req.Name]++
+		mu.Unlock()
+		return func(ctrl.Result, error) {
+			mu.Lock()
+			waiting[req.Name]--
+			mu.Unlock()
+		}
+	}
+	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Cleanup: cleanupHook, Status: statusHook},
+		reconcile.WithMaxConcurrentReconciles(1), reconcile.WithDeletionConcurrency(deleting),
+		reconcile.WithReconcileObserver(observe))
 	var widgets []*testapi.Widget
-	for i := range deleting {
-		w := wt.create(t, fmt.Sprintf("lane-%d", i), testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
-		widgets = append(widgets, w)
+	for _, name := range []string{"blocker", "lane-0", "lane-1", "lane-2"} {
+		widgets = append(widgets, wt.create(t, name, testapi.WidgetSpec{Data: map[string]string{"k": "v"}}))
 	}
 	for _, w := range widgets {
 		wt.waitWidget(t, w, "its finalizer", func(w *testapi.Widget) bool { return len(w.Finalizers) > 0 })
 		harness.WaitForObject(t, wt.client, client.ObjectKey{Namespace: wt.ns, Name: w.Name + "-config"}, &corev1.ConfigMap{},
 			time.Minute, func(*corev1.ConfigMap) bool { return true })
 	}
-	for _, w := range widgets {
+	blocker, lanes := widgets[0], widgets[1:]
+	// The blocker's reconcile holds the one place of the objects not being deleted.
+	blocking.Store(true)
+	annotate(t, wt.client, blocker, "poke", "1")
+	<-blocked
+	// Reconciles of the live Widgets start and wait for that place; then the Widgets are deleted.
+	for _, w := range lanes {
+		annotate(t, wt.client, w, "poke", "1")
+	}
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return waiting["lane-0"] == 1 && waiting["lane-1"] == 1 && waiting["lane-2"] == 1,
+			fmt.Sprintf("the live Widgets' reconciles wait for a place: %v", waiting)
+	})
+	for _, w := range lanes {
 		if err := wt.client.Delete(t.Context(), w); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, w := range widgets {
+	for _, w := range lanes { // the waiting reconciles read the deletion when they go on
+		harness.WaitForObject(t, wt.mgr.GetClient(), client.ObjectKeyFromObject(w), &testapi.Widget{}, time.Minute,
+			func(w *testapi.Widget) bool { return w.DeletionTimestamp != nil })
+	}
+	close(unblock)
+	for _, w := range lanes {
 		harness.WaitForDeletion(t, wt.client, w, 4*time.Minute)
 		err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: w.Name + "-config"}, &corev1.ConfigMap{})
 		if !apierrors.IsNotFound(err) {
@@ -622,6 +670,15 @@ func TestIntegrationReconcilerDeletionConcurrency(t *testing.T) {
 	defer mu.Unlock()
 	if diff := cmp.Diff(deleting, most); diff != "" {
 		t.Errorf("Widgets finalized at once (-want +got):\n%s", diff)
+	}
+}
+
+// annotate sets an annotation on obj, which brings a reconcile of it.
+func annotate(t *testing.T, c client.Client, obj client.Object, key, value string) {
+	t.Helper()
+	patch := client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)))
+	if err := c.Patch(t.Context(), obj, patch); err != nil {
+		t.Fatal(err)
 	}
 }
 
