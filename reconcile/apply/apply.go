@@ -135,7 +135,7 @@ type Applier struct {
 	cfg    config
 	// reader answers where the cache cannot: it reads from the API server.
 	reader client.Reader
-	// readsCache: NewApplier was given no API reader, so reader is the client.
+	// readsCache: NewApplier was given the client as its API reader.
 	readsCache bool
 	// known records the Applier's own writes and deletions the cache may not show yet; a Reconciler
 	// shares it for its writes to the reconciled object.
@@ -165,8 +165,10 @@ func (a *Applier) proto(obj client.Object) client.Object {
 // the API server (mgr.GetAPIReader()): the Applier asks it exactly where the cache cannot be trusted (a
 // child the cache does not show although this Applier wrote it moments ago, a child that exists
 // although the cache does not show it, found by a create that refused to overwrite it, and, during
-// deletion, a child whose absence from the cache is not yet confirmed). nil means c, which is right
-// only for a client that reads from the API server.
+// deletion, a child whose absence from the cache is not yet confirmed). A client that reads from the
+// API server itself (no cache) is its own reader: NewApplier(c, c). NewApplier panics when apiReader
+// is nil, since an Applier reading a lagging cache there would fail every re-apply of a child it has
+// just created, long after construction.
 //
 //	a := apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader(), apply.WithFieldManager("memcached"))
 func NewApplier(c client.Client, apiReader client.Reader, opts ...Option) *Applier {
@@ -174,11 +176,10 @@ func NewApplier(c client.Client, apiReader client.Reader, opts ...Option) *Appli
 	for _, o := range opts {
 		o(&cfg)
 	}
-	a := &Applier{client: c, scheme: c.Scheme(), cfg: cfg, reader: apiReader, known: newKnowledge()}
 	if apiReader == nil {
-		a.reader, a.readsCache = c, true
+		panic(ErrNilAPIReader)
 	}
-	return a
+	return &Applier{client: c, scheme: c.Scheme(), cfg: cfg, reader: apiReader, known: newKnowledge(), readsCache: sameReader(c, apiReader)}
 }
 
 // Client returns the client the Applier reads and writes with.
@@ -672,4 +673,15 @@ func (a *Applier) MayWrite() error {
 		return nil
 	}
 	return a.cfg.guard()
+}
+
+// ErrNilAPIReader is what NewApplier panics with when it is given no API reader.
+var ErrNilAPIReader = errors.New("apply.NewApplier: the API reader is nil; pass mgr.GetAPIReader() " +
+	"(or, for a client without a cache, the client itself: NewApplier(c, c))")
+
+// sameReader reports whether r is (or may be) c, which then reads wherever c does (a cache, in an
+// operator): a reader of c's type that cannot be compared counts as c.
+func sameReader(c client.Client, r client.Reader) bool {
+	cv, rv := reflect.ValueOf(c), reflect.ValueOf(r)
+	return cv.Type() == rv.Type() && (!cv.Comparable() || cv.Equal(rv))
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +33,7 @@ import (
 func TestApplyCreatedThenUnchanged(t *testing.T) {
 	w := &applytest.WriteCounter{}
 	c := applytest.NewFake(t, w)
-	a := NewApplier(c, nil)
+	a := NewApplier(c, c)
 	app := applytest.Owner("app")
 	desired := applytest.DesiredCM(map[string]string{"k": "v"})
 	before := desired.DeepCopy()
@@ -78,7 +79,7 @@ func TestApplyCreatedThenUnchanged(t *testing.T) {
 
 func TestApplyDetectsLiveDrift(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := NewApplier(c, nil)
+	a := NewApplier(c, c)
 	app := applytest.Owner("app")
 	if _, _, err := a.Apply(t.Context(), app, applytest.DesiredCM(map[string]string{"k": "v"})); err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestApplyRepairsDriftBetweenNumberLikeStrings(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := applytest.NewFake(t, nil)
-			a := NewApplier(c, nil)
+			a := NewApplier(c, c)
 			app := applytest.Owner("app")
 			if _, _, err := a.Apply(t.Context(), app, applytest.DesiredCM(map[string]string{"v": tc.desired})); err != nil {
 				t.Fatal(err)
@@ -197,7 +198,7 @@ func TestApplyOwnership(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := &applytest.WriteCounter{}
 			c := applytest.NewFake(t, w, tc.live.DeepCopyObject().(client.Object))
-			_, op, err := NewApplier(c, nil, tc.opts...).Apply(t.Context(), app, applytest.DesiredCM(map[string]string{"k": "v"}))
+			_, op, err := NewApplier(c, c, tc.opts...).Apply(t.Context(), app, applytest.DesiredCM(map[string]string{"k": "v"}))
 			if tc.wantErr == nil {
 				if err != nil || op != OperationUpdated {
 					t.Fatalf("Apply = %s, %v; want Updated", op, err)
@@ -231,7 +232,7 @@ func TestApplyClusterScopedChildOfNamespacedOwner(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "app-role", Namespace: "ignored"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}},
 	}
-	live, op, err := NewApplier(c, nil).Apply(t.Context(), app, role)
+	live, op, err := NewApplier(c, c).Apply(t.Context(), app, role)
 	if err != nil || op != OperationCreated {
 		t.Fatalf("Apply = %s, %v; want Created", op, err)
 	}
@@ -249,7 +250,7 @@ func TestApplyClusterScopedChildOfNamespacedOwner(t *testing.T) {
 }
 
 func TestApplyNamespacedChildWithoutNamespace(t *testing.T) {
-	_, _, err := NewApplier(applytest.NewFake(t, nil), nil).Apply(t.Context(), nil, applytest.DesiredCM(nil))
+	_, _, err := newFakeApplier(t).Apply(t.Context(), nil, applytest.DesiredCM(nil))
 	if err == nil || !strings.Contains(err.Error(), "has no namespace") {
 		t.Fatalf("Apply = %v, want a missing namespace error", err)
 	}
@@ -264,7 +265,7 @@ func TestApplyTerminating(t *testing.T) {
 	if err := ownership.SetController(app, live, applytest.Scheme(t)); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := NewApplier(applytest.NewFake(t, nil, live), nil).Apply(t.Context(), app, applytest.DesiredCM(nil))
+	_, _, err := newFakeApplier(t, live).Apply(t.Context(), app, applytest.DesiredCM(nil))
 	if !errors.Is(err, ErrTerminating) {
 		t.Fatalf("Apply = %v, want ErrTerminating", err)
 	}
@@ -276,7 +277,7 @@ func TestApplySkipsWriteWhileCacheLags(t *testing.T) {
 	w := &applytest.WriteCounter{}
 	c := applytest.NewFake(t, w)
 	app := applytest.Owner("app")
-	a := NewApplier(c, nil)
+	a := NewApplier(c, c)
 	if _, _, err := a.Apply(t.Context(), app, applytest.DesiredCM(map[string]string{"k": "v"})); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestApplySkipsWriteWhileCacheLags(t *testing.T) {
 			return nil
 		},
 	})
-	a = NewApplier(lagging, nil)
+	a = NewApplier(lagging, lagging)
 	w.N = 0
 	for i := range 3 {
 		_, op, err := a.Apply(t.Context(), app, applytest.DesiredCM(map[string]string{"k": "v2"}))
@@ -368,12 +369,12 @@ func TestApplyFieldManager(t *testing.T) {
 				return c.Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
-	if _, _, err := NewApplier(c, nil).Apply(t.Context(), applytest.Owner("app"), applytest.DesiredCM(nil)); err != nil {
+	if _, _, err := NewApplier(c, c).Apply(t.Context(), applytest.Owner("app"), applytest.DesiredCM(nil)); err != nil {
 		t.Fatal(err)
 	}
 	desired := applytest.DesiredCM(nil)
 	desired.Name = "other"
-	if _, _, err := NewApplier(c, nil, WithFieldManager("memcached")).Apply(t.Context(), applytest.Owner("app"), desired); err != nil {
+	if _, _, err := NewApplier(c, c, WithFieldManager("memcached")).Apply(t.Context(), applytest.Owner("app"), desired); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{DefaultFieldManager, "memcached"}, managers); diff != "" {
@@ -423,7 +424,7 @@ func TestImmutableFields(t *testing.T) {
 
 func TestApplyCrossNamespaceChildIsTracked(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := NewApplier(c, nil)
+	a := NewApplier(c, c)
 	app := applytest.Owner("app")
 	desired := applytest.DesiredCM(map[string]string{"k": "v"})
 	desired.Namespace = "elsewhere"
@@ -442,7 +443,7 @@ func TestApplyCrossNamespaceChildIsTracked(t *testing.T) {
 
 func TestApplyFuncRefusesRename(t *testing.T) {
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child", Namespace: "ns"}}
-	_, err := NewApplier(applytest.NewFake(t, nil), nil).ApplyFunc(t.Context(), applytest.Owner("app"), obj, func() error {
+	_, err := newFakeApplier(t).ApplyFunc(t.Context(), applytest.Owner("app"), obj, func() error {
 		obj.Name = "renamed"
 		return nil
 	})
@@ -453,7 +454,7 @@ func TestApplyFuncRefusesRename(t *testing.T) {
 
 func TestApplyFuncResetsObject(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := NewApplier(c, nil)
+	a := NewApplier(c, c)
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child", Namespace: "ns"}}
 	var seen map[string]string
 	mutate := func() error {
@@ -505,7 +506,7 @@ func TestApplyDoesNotCreateTwiceWhileCacheLags(t *testing.T) {
 		wantWrites int // by the second Apply
 		wantReads  int
 	}{
-		"without API reader":           {noReader: true, wantErr: "mgr.GetAPIReader()", wantWrites: 1},
+		"the cache as API reader":      {noReader: true, wantErr: "mgr.GetAPIReader()", wantWrites: 1},
 		"found through the API reader": {wantOp: OperationUnchanged, wantReads: 1},
 		"deleted meanwhile": {
 			between: func(t *testing.T, server client.Client) {
@@ -538,9 +539,9 @@ func TestApplyDoesNotCreateTwiceWhileCacheLags(t *testing.T) {
 				},
 			})
 			reader := &countingReader{Reader: server, err: tc.readerErr}
-			var apiReader client.Reader
-			if !tc.noReader {
-				apiReader = reader
+			var apiReader client.Reader = reader
+			if tc.noReader {
+				apiReader = cache
 			}
 			a := NewApplier(cache, apiReader)
 			app := applytest.Owner("app")
@@ -590,7 +591,7 @@ func TestApplyDoesNotCreateTwiceWhileCacheLags(t *testing.T) {
 // that write; an operator with many converged children keeps none.
 func TestApplyRecordsGoOnceTheCacheShowsTheChild(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := NewApplier(c, nil)
+	a := NewApplier(c, c)
 	app := applytest.Owner("app")
 	steps := []struct {
 		data        string
@@ -633,7 +634,7 @@ func TestWithWriteGuard(t *testing.T) {
 			if tc.guard != nil {
 				opts = append(opts, WithWriteGuard(tc.guard))
 			}
-			a := NewApplier(c, nil, opts...)
+			a := NewApplier(c, c, opts...)
 			app := applytest.Owner("app")
 			desired := applytest.DesiredCM(map[string]string{"k": "v"})
 			if _, _, err := a.Apply(t.Context(), app, desired); err != nil {
@@ -646,6 +647,42 @@ func TestWithWriteGuard(t *testing.T) {
 			exists := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "child"}, &corev1.ConfigMap{}) == nil
 			if exists != tc.wantExist {
 				t.Errorf("child exists = %v, want %v", exists, tc.wantExist)
+			}
+		})
+	}
+}
+
+// newFakeApplier returns an Applier on a fake client holding objs, which is also its API reader.
+func newFakeApplier(t *testing.T, objs ...client.Object) *Applier {
+	c := applytest.NewFake(t, nil, objs...)
+	return NewApplier(c, c)
+}
+
+// TestNewApplierRefusesNilReader: a nil API reader is refused at construction, with the fix in the
+// message, rather than failing re-applies later while the cache lags.
+func TestNewApplierRefusesNilReader(t *testing.T) {
+	c := applytest.NewFake(t, nil)
+	cases := map[string]struct {
+		reader    client.Reader
+		wantPanic error
+	}{
+		"nil":           {reader: nil, wantPanic: ErrNilAPIReader},
+		"the client":    {reader: c},
+		"an API reader": {reader: applytest.NewFake(t, nil)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						got, _ = r.(error)
+					}
+				}()
+				NewApplier(c, tc.reader)
+			}()
+			if diff := cmp.Diff(tc.wantPanic, got, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("panic (-want +got):\n%s", diff)
 			}
 		})
 	}

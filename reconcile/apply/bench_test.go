@@ -234,7 +234,7 @@ func BenchmarkApplyUnchanged(b *testing.B) {
 			scheme := benchScheme(b)
 			base := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(benchMapper()).Build()
 			c := &cacheReader{Client: base, scheme: scheme, live: map[client.ObjectKey]map[reflect.Type]client.Object{}}
-			a := apply.NewApplier(c, nil, apply.WithFieldManager("convergo"))
+			a := apply.NewApplier(c, c, apply.WithFieldManager("convergo"))
 			owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "alice", Namespace: "ns", UID: "uid-owner"}}
 
 			desired := tc.desired()

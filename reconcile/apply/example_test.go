@@ -31,7 +31,7 @@ func ExampleApplier_Apply() {
 	ctx := context.Background()
 	// In an operator: apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader(), ...).
 	c := exampleClient()
-	a := apply.NewApplier(c, nil, apply.WithFieldManager("example"))
+	a := apply.NewApplier(c, c, apply.WithFieldManager("example"))
 
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "1234"}}
 	desired := func(greeting string) *corev1.ConfigMap {
@@ -73,7 +73,7 @@ func ExampleApplier_Apply_clusterScopedChild() {
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), meta.RESTScopeRoot)
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithRESTMapper(mapper).Build()
-	a := apply.NewApplier(c, nil, apply.WithFieldManager("example"))
+	a := apply.NewApplier(c, c, apply.WithFieldManager("example"))
 
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "1234"}}
 	g := graph.New()

@@ -34,7 +34,7 @@ func TestApplierScopeAskedOncePerKind(t *testing.T) {
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), meta.RESTScopeRoot)
 	c := &scopeCountingClient{Client: fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithRESTMapper(mapper).Build()}
-	a := NewApplier(c, nil)
+	a := NewApplier(c, c)
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: "ns"}}
 	type answer struct {
 		Namespaced bool

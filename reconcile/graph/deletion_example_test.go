@@ -22,7 +22,7 @@ func ExampleNode_KeepOnDelete() {
 	ctx := context.Background()
 	// In an operator: the Reconciler's Applier, on the manager's client.
 	c := exampleClient()
-	a := apply.NewApplier(c, nil, apply.WithFieldManager("example"))
+	a := apply.NewApplier(c, c, apply.WithFieldManager("example"))
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "1234"}}
 
 	g := graph.New()

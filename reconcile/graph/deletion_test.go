@@ -177,7 +177,7 @@ func TestGraphDeleteHonoursDeletionChoices(t *testing.T) {
 	}
 	log := &deletionLog{}
 	c := log.client(t)
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 	app := applytest.Owner("app")
 	// "data" is applied before it was marked kept, "old" while it was.
 	applied := New()
@@ -244,7 +244,7 @@ func TestGraphDeleteHonoursDeletionChoices(t *testing.T) {
 func TestPruneHonoursDeletionChoices(t *testing.T) {
 	log := &deletionLog{}
 	c := log.client(t)
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 	app := applytest.Owner("app")
 	g := New()
 	g.Add("stay", cm("stay"))
@@ -320,7 +320,7 @@ func TestKeptChildIsNeverRecreated(t *testing.T) {
 				return applytest.GuardedPatch(ctx, cl, obj, patch, opts...)
 			}}
 			c = interceptor.NewClient(c, immutable)
-			a := apply.NewApplier(c, nil, apply.WithRecreateOnImmutable())
+			a := apply.NewApplier(c, c, apply.WithRecreateOnImmutable())
 			app := applytest.Owner("app")
 			desired := func(v string) *corev1.ConfigMap {
 				o := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Data: map[string]string{"k": v}}

@@ -60,7 +60,8 @@ func ExampleGraph_Validate() {
 // the graph waits for.
 func ExampleGraph_Apply() {
 	ctx := context.Background()
-	a := apply.NewApplier(exampleClient(), nil) // in an operator: mgr.GetClient()
+	c := exampleClient()
+	a := apply.NewApplier(c, c) // in an operator: mgr.GetClient(), mgr.GetAPIReader()
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default", UID: "1234"}}
 
 	children := func(migrated string) *graph.Graph {

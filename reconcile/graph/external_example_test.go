@@ -62,7 +62,7 @@ func ExampleAddExternal() {
 		fmt.Println(err)
 		return
 	}
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 	zone := &dnsZone{records: map[string]dnsRecord{}, comment: map[string]string{}}
 
 	children := func() *graph.Graph {

@@ -142,7 +142,7 @@ func newExternalFixture(t *testing.T) *externalFixture {
 	f := &externalFixture{writes: &applytest.WriteCounter{}, s: newStore()}
 	owner := applytest.Owner("app")
 	f.c = applytest.NewFake(t, f.writes, owner)
-	f.a = apply.NewApplier(f.c, nil)
+	f.a = apply.NewApplier(f.c, f.c)
 	f.owner = &corev1.ConfigMap{}
 	if err := f.c.Get(t.Context(), client.ObjectKeyFromObject(owner), f.owner); err != nil {
 		t.Fatal(err)
@@ -427,7 +427,7 @@ func TestExternalNodeFaults(t *testing.T) {
 func TestExternalNodeWriteGuard(t *testing.T) {
 	f := newExternalFixture(t)
 	stopped := errors.New("the shard is stopping")
-	a := apply.NewApplier(f.c, nil, apply.WithWriteGuard(func() error { return stopped }))
+	a := apply.NewApplier(f.c, f.c, apply.WithWriteGuard(func() error { return stopped }))
 	g := New()
 	AddExternal(g, "db", f.s, "app-db", "v1")
 	if _, err := g.Apply(t.Context(), a, f.owner); !errors.Is(err, stopped) {

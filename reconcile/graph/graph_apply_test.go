@@ -39,7 +39,7 @@ func hasKey(key string) ReadyCheck {
 
 func TestGraphApplyWaitsForDependencies(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 	app := applytest.Owner("app")
 	build := func(configData map[string]string) *Graph {
 		g := New()
@@ -148,7 +148,7 @@ func TestGraphApplyStopsAtError(t *testing.T) {
 	g := graphOf("a", "b", "c:b")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	res, err := g.Apply(ctx, apply.NewApplier(c, nil), applytest.Owner("app"))
+	res, err := g.Apply(ctx, apply.NewApplier(c, c), applytest.Owner("app"))
 	var owned *ownership.AlreadyOwnedError
 	if !errors.As(err, &owned) || !strings.Contains(err.Error(), `child "b"`) {
 		t.Fatalf("Apply error = %v, want AlreadyOwnedError naming child b", err)
@@ -207,7 +207,7 @@ func TestGraphApplyDoesNotWaitForUnrelatedChildren(t *testing.T) {
 				return c.Create(ctx, obj, opts...)
 			},
 		}).Build()
-	res, err := graphOf("base", "slow", "dependent:base").Apply(t.Context(), apply.NewApplier(c, nil), applytest.Owner("app"))
+	res, err := graphOf("base", "slow", "dependent:base").Apply(t.Context(), apply.NewApplier(c, c), applytest.Owner("app"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestGraphApplyLayerConcurrently(t *testing.T) {
 				return c.Create(ctx, obj, opts...)
 			},
 		}).Build()
-	res, err := graphOf("a", "b", "c", "d:a,b,c").Apply(t.Context(), apply.NewApplier(c, nil), applytest.Owner("app"))
+	res, err := graphOf("a", "b", "c", "d:a,b,c").Apply(t.Context(), apply.NewApplier(c, c), applytest.Owner("app"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,8 @@ func TestGraphApplyLayerConcurrently(t *testing.T) {
 }
 
 func TestGraphApplyInvalid(t *testing.T) {
-	_, err := graphOf("a:b", "b:a").Apply(t.Context(), apply.NewApplier(applytest.NewFake(t, nil), nil), applytest.Owner("app"))
+	c := applytest.NewFake(t, nil)
+	_, err := graphOf("a:b", "b:a").Apply(t.Context(), apply.NewApplier(c, c), applytest.Owner("app"))
 	if !errors.Is(err, ErrInvalidGraph) {
 		t.Fatalf("Apply = %v, want ErrInvalidGraph", err)
 	}
@@ -287,7 +288,7 @@ func TestGraphApplyInvalid(t *testing.T) {
 // so the second is not touched until it is released.
 func TestGraphDeleteLayers(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 	app := applytest.Owner("app")
 	g := graphOf("config", "app:config", "service:app")
 	if _, err := g.Apply(t.Context(), a, app); err != nil {
@@ -323,7 +324,7 @@ func TestGraphDeleteLayers(t *testing.T) {
 		return []string{exists("config"), exists("app"), exists("service")}
 	}
 	for i := range 2 {
-		done, err := deleted(graphOf("config", "app:config", "service:app").Delete(t.Context(), apply.NewApplier(c, nil), app))
+		done, err := deleted(graphOf("config", "app:config", "service:app").Delete(t.Context(), apply.NewApplier(c, c), app))
 		if err != nil || done {
 			t.Fatalf("delete %d: done=%v err=%v; want not done", i, done, err)
 		}
@@ -364,7 +365,7 @@ func TestGraphDeleteLayers(t *testing.T) {
 
 func TestPruneAndDeleteOwned(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 	app, other := applytest.Owner("app"), applytest.Owner("other")
 	if _, err := graphOf("keep", "drop").Apply(t.Context(), a, app); err != nil {
 		t.Fatal(err)
@@ -438,7 +439,7 @@ func summarizeDelete(t *testing.T, res *DeleteResult) deleteSummary {
 // and those it waits for; a child already being deleted is not reported again.
 func TestGraphDeleteReports(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 	app := applytest.Owner("app")
 	g := graphOf("config", "extra", "app:config", "service:app")
 	if _, err := g.Apply(t.Context(), a, app); err != nil {
@@ -494,7 +495,7 @@ func TestGraphDeleteReports(t *testing.T) {
 
 func TestDeleteOwnedReports(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 	app, other := applytest.Owner("app"), applytest.Owner("other")
 	if _, err := graphOf("a", "b").Apply(t.Context(), a, app); err != nil {
 		t.Fatal(err)
@@ -570,7 +571,7 @@ func TestGraphApplyDependsOnForCreation(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := applytest.NewFake(t, nil)
-			a := apply.NewApplier(c, nil)
+			a := apply.NewApplier(c, c)
 			app := applytest.Owner("app")
 			for i, p := range tc.passes {
 				data := map[string]string{"x": "1"}
@@ -633,7 +634,7 @@ func TestDeleteOwnedListsOnlyWhatMayHold(t *testing.T) {
 					return c.List(ctx, list, opts...)
 				},
 			})
-			a := apply.NewApplier(c, nil)
+			a := apply.NewApplier(c, c)
 			app := applytest.Owner("app")
 			if _, err := graphOf("keep").Apply(t.Context(), a, app); err != nil {
 				t.Fatal(err)

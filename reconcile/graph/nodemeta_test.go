@@ -16,7 +16,7 @@ import (
 // again sends nothing.
 func TestGraphApplyRecordsNodes(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 	app := applytest.Owner("app")
 	build := func() (*Graph, *corev1.ConfigMap) {
 		withOwn := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
@@ -74,7 +74,7 @@ func TestGraphApplyRecordsNodes(t *testing.T) {
 // then left alone.
 func TestGraphApplyAnnotatesExistingChildrenOnce(t *testing.T) {
 	c := applytest.NewFake(t, nil)
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 	app := applytest.Owner("app")
 	page := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "page"}, Data: map[string]string{"a": "b"}}
 	if _, op, err := a.Apply(t.Context(), app, page); err != nil || op != apply.OperationCreated {

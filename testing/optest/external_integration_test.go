@@ -77,7 +77,7 @@ func TestExternalNodeThroughACrash(t *testing.T) {
 	calls := optest.NewExternalCounter()
 	g := graph.New()
 	graph.AddExternal(g, "role", optest.CountExternal(calls, graph.External[struct{}](roles{pool})), "app", struct{}{})
-	a := apply.NewApplier(c, nil)
+	a := apply.NewApplier(c, c)
 
 	// The node's Apply is held until the server is dead.
 	reached, resume := make(chan struct{}), make(chan struct{})

@@ -4,5 +4,5 @@
 //
 //	w := &applytest.WriteCounter{}
 //	c := applytest.NewFake(t, w)
-//	a := apply.NewApplier(c, nil)
+//	a := apply.NewApplier(c, c)
 package applytest

@@ -124,7 +124,7 @@ func fuzz(f *testing.F, tg target) {
 		f.Fatalf("create restricted namespace: %v", err)
 	}
 	dry := client.NewDryRunClient(env.Client)
-	applier := apply.NewApplier(dry, nil, apply.WithFieldManager(tg.op.Controller))
+	applier := apply.NewApplier(dry, dry, apply.WithFieldManager(tg.op.Controller))
 	var fig figures
 	f.Cleanup(func() { f.Logf("FIGURES fuzz %s: %s", tg.op.Name, &fig) })
 
