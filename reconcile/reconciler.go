@@ -57,6 +57,10 @@ const (
 	ReasonInvalidGraph = "InvalidGraph"
 	// ReasonDeleting: the object is being deleted and waits for its children or its cleanup.
 	ReasonDeleting = "Deleting"
+	// ReasonDeletionFailed: a step of the deletion (deleting the children, the Cleanup hook) failed:
+	// Reconciling=True (Stalled=True when the error is terminal), the message naming the step and the
+	// error. The next pass that gets further replaces it.
+	ReasonDeletionFailed = "DeletionFailed"
 	// ReasonTerminalError: a hook returned controller-runtime's reconcile.TerminalError: Stalled=True,
 	// not retried until the object changes.
 	ReasonTerminalError = "TerminalError"
@@ -918,7 +922,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 		r.metrics.deletionStep("children", "error")
 		r.metrics.result(resultError)
 		r.warn(obj, nil, EventReasonDeleteFailed, "Delete", err.Error())
-		return ctrl.Result{}, err
+		return r.deletionFails(ctx, log, obj, before, "delete children", err)
 	}
 	if !res.Done {
 		r.metrics.deletionStep("children", "waiting")
@@ -941,7 +945,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 		r.metrics.deletionStep("cleanup", "error")
 		r.metrics.result(resultError)
 		r.warn(obj, nil, EventReasonCleanupFailed, "Delete", err.Error())
-		return ctrl.Result{}, err
+		return r.deletionFails(ctx, log, obj, before, "cleanup", err)
 	}
 	if !done {
 		r.metrics.deletionStep("cleanup", "waiting")
@@ -966,6 +970,23 @@ func (r *Reconciler[T]) deletionWaits(ctx context.Context, obj, before T, msg st
 		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: nothing left to do
 	}
 	return ctrl.Result{RequeueAfter: r.poll}, nil
+}
+
+// deletionFails records in the status that the deletion step failed with err (Ready=False, and
+// Reconciling=True, or Stalled=True when err is terminal), so that a deletion held by a failure never
+// reads as Ready, and returns err for the retry. A failed status patch is logged: the step's error is
+// the one that matters.
+func (r *Reconciler[T]) deletionFails(ctx context.Context, log logr.Logger, obj, before T, step string, err error) (ctrl.Result, error) {
+	msg := fmt.Sprintf("%s: %v", step, err)
+	if errors.Is(err, ctrlreconcile.TerminalError(nil)) {
+		status.MarkStalled(obj, ReasonDeletionFailed, msg)
+	} else {
+		status.MarkReconciling(obj, ReasonDeletionFailed, msg)
+	}
+	if _, perr := r.patchStatus(ctx, obj, before); client.IgnoreNotFound(perr) != nil {
+		log.Error(perr, "record the failed deletion step in the status")
+	}
+	return ctrl.Result{}, err
 }
 
 // deleteChildren deletes the graph in reverse order, then any other child of the known types (types

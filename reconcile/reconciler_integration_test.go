@@ -4,6 +4,7 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -1058,4 +1059,61 @@ func TestIntegrationReconcilerControllerOptions(t *testing.T) {
 		}
 		return false, fmt.Sprintf("no reconcile logged through the controller's LogConstructor: %q", lines)
 	})
+}
+
+// TestIntegrationReconcilerDeletionFailureSaid: a deletion held by a failing step reads Ready=False
+// with Reconciling=True (Stalled=True when the error is terminal), reason DeletionFailed and a message
+// naming the step and the error, never the Ready it had; once the step succeeds the object is gone.
+func TestIntegrationReconcilerDeletionFailureSaid(t *testing.T) {
+	cases := map[string]struct {
+		err      error
+		wantCond string // the condition that is True besides Ready=False
+	}{
+		"transient": {err: errors.New("database unreachable"), wantCond: status.Reconciling},
+		"terminal":  {err: ctrlreconcile.TerminalError(errors.New("database refuses the role")), wantCond: status.Stalled},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var failing atomic.Bool
+			failing.Store(true)
+			wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Cleanup: func(context.Context, *testapi.Widget) (bool, error) {
+				if failing.Load() {
+					return false, tc.err
+				}
+				return true, nil
+			}})
+			w := wt.create(t, "held", testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
+			wt.annotateReadyWhenCreated(t, "held-config")
+			wt.waitWidget(t, w, "Ready", isReady)
+			if err := wt.client.Delete(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			got := wt.waitWidget(t, w, "the failed deletion said", func(w *testapi.Widget) bool {
+				c := status.Get(w, status.Ready)
+				return c != nil && c.Reason == reconcile.ReasonDeletionFailed
+			})
+			type cond struct{ Status, Reason, Message string }
+			summary := func(condType string) cond {
+				c := status.Get(got, condType)
+				if c == nil {
+					return cond{}
+				}
+				says := strings.HasPrefix(c.Message, "cleanup: ") && strings.HasSuffix(c.Message, tc.err.Error())
+				return cond{string(c.Status), c.Reason, fmt.Sprint(says)}
+			}
+			want := cond{"False", reconcile.ReasonDeletionFailed, "true"} // the message names the step and the error
+			if diff := cmp.Diff(want, summary(status.Ready)); diff != "" {
+				t.Errorf("Ready (-want +got):\n%s", diff)
+			}
+			want.Status = "True"
+			if diff := cmp.Diff(want, summary(tc.wantCond)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.wantCond, diff)
+			}
+			failing.Store(false)
+			if tc.wantCond == status.Stalled { // a terminal error waits for a change
+				annotate(t, wt.client, got, "retry", "1")
+			}
+			harness.WaitForDeletion(t, wt.client, w, time.Minute)
+		})
+	}
 }
