@@ -210,6 +210,10 @@ func TestTimeInTheContract(t *testing.T) {
 		"an interval":   {opts: []reconcile.ReconcilerOption{reconcile.WithInterval(10 * time.Minute)}, want: got{RequeueAfter: "within 10m"}},
 		"a hook asks sooner than the interval": {opts: []reconcile.ReconcilerOption{reconcile.WithInterval(10 * time.Minute)},
 			data: map[string]string{"requeue": "90s"}, want: got{RequeueAfter: "1m30s"}},
+		"a hook asks, then fails": {data: map[string]string{"requeue": "90s", "fail": "database unreachable"},
+			want: got{RequeueAfter: "1m30s"}},
+		"a hook asks, then fails terminally": {data: map[string]string{"requeue": "90s", "terminal": "quota exhausted"},
+			want: got{RequeueAfter: "0s", Terminal: true, Stalled: "True/TerminalError"}},
 		"a terminal error": {data: map[string]string{"terminal": "quota exhausted"},
 			want: got{RequeueAfter: "0s", Terminal: true, Stalled: "True/TerminalError"}},
 		"an invalid spec": {data: map[string]string{"invalid": "size too large"},
@@ -241,7 +245,8 @@ func TestTimeInTheContract(t *testing.T) {
 }
 
 // newTimedEnv is newDirectEnv whose children hook reads spec.data: "requeue" (a duration it asks for
-// with RequeueAfter), "terminal" (a TerminalError's text) and "invalid" (an Invalid's).
+// with RequeueAfter), "fail" (a transient error's text), "terminal" (a TerminalError's text) and
+// "invalid" (an Invalid's).
 func newTimedEnv(t *testing.T, opts ...reconcile.ReconcilerOption) *directEnv {
 	t.Helper()
 	e := newDirectEnv(t)
@@ -252,6 +257,9 @@ func newTimedEnv(t *testing.T, opts ...reconcile.ReconcilerOption) *directEnv {
 			}
 			if msg := w.Spec.Data["terminal"]; msg != "" {
 				return nil, ctrlreconcile.TerminalError(errors.New(msg))
+			}
+			if msg := w.Spec.Data["fail"]; msg != "" {
+				return nil, errors.New(msg)
 			}
 			if msg := w.Spec.Data["invalid"]; msg != "" {
 				return nil, reconcile.Invalid("%s", msg)

@@ -606,7 +606,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	ctx, ask := withRequeue(ctx)
 	res, err := r.reconcile(ctx, req)
 	if err != nil {
-		return ctrl.Result{}, err // retried with backoff (or not at all, when terminal)
+		return ask.onFailure(ctx, err)
 	}
 	return ask.earliest(res), nil
 }

@@ -2,20 +2,25 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/status"
 )
 
 // RequeueAfter asks, from a hook (Children, Status, Cleanup, Failed), that the object be reconciled
 // again after d at the latest, for what no watch event announces: a certificate that expires, an
-// external system polled, a Job running to completion. Several asks keep the earliest; an error returned
-// by the reconcile takes precedence (it is retried with backoff). Outside a Reconciler's reconcile it
-// does nothing.
+// external system polled, a Job running to completion. Several asks keep the earliest. On the failure
+// path too (Hooks.Failed can say when to look again): a reconcile that fails with a transient error
+// after an ask is looked at again after d instead of with controller-runtime's backoff; its error is
+// logged, counted in Convergo's metrics and written in the status as on any failure, and Reconcile
+// returns no error (controller-runtime ignores a result returned with one). A terminal error is never
+// retried. Outside a Reconciler's reconcile it does nothing.
 //
 //	reconcile.RequeueAfter(ctx, time.Until(cert.NotAfter.Add(-30*24*time.Hour)))
 func RequeueAfter(ctx context.Context, d time.Duration) {
@@ -60,6 +65,20 @@ func (a *requeueAsk) earliest(res ctrl.Result) ctrl.Result {
 		res.RequeueAfter = a.after
 	}
 	return res
+}
+
+// onFailure is what Reconcile returns for a reconcile that failed with err: err, retried with
+// backoff (or not at all, when terminal), unless a hook asked for a time, which then replaces the
+// backoff.
+func (a *requeueAsk) onFailure(ctx context.Context, err error) (ctrl.Result, error) {
+	a.mu.Lock()
+	d := a.after
+	a.mu.Unlock()
+	if d == 0 || errors.Is(err, ctrlreconcile.TerminalError(nil)) {
+		return ctrl.Result{}, err
+	}
+	loggerOf(ctx).Error(err, "Reconciler error; looking again when a hook asked", "requeueAfter", d)
+	return ctrl.Result{RequeueAfter: d}, nil
 }
 
 // nextLook returns when a reconciled object is looked at again under WithInterval (0 without it).
