@@ -402,7 +402,7 @@ func (b *run) report(rounds []*round) string {
 			sec(r.killed.Sub(r.renewed)), sec(r.fenced.Sub(r.renewed)), sec(r.last(r.claims).Sub(r.renewed)),
 			sec(r.last(r.applied).Sub(r.fenced)), sec(work), share, sec(r.last(r.applied).Sub(r.renewed)), sec(r.last(r.applied).Sub(r.killed)))
 	}
-	fmt.Fprintf(&s, "\nEvery survivor claims its share within L + 2R = %v of the last renewal (the Lease seen up to R late, its expiry up to R late); the take-over work is the rest.\n", leaseDuration+2*retryPeriod)
+	fmt.Fprintf(&s, "\nEvery survivor starts claiming its share within L + 2R = %v of the last renewal (the Lease seen up to R late, its expiry up to R late); the claims and the take-over work are the rest.\n", leaseDuration+2*retryPeriod)
 	return s.String()
 }
 
