@@ -143,6 +143,16 @@ func TestNewDirectSuspension(t *testing.T) {
 				{Conditions: []string{"Ready=True/Reconciled"}, KStatus: kstatus.CurrentStatus, Child: "v"},
 			},
 		},
+		"spec changed while suspended": {
+			steps: []map[string]string{nil, {"suspend": "true"}, {"suspend": "true", "other": "x"}, {"other": "x"}},
+			want: []step{
+				{Conditions: []string{"Ready=True/Reconciled"}, KStatus: kstatus.CurrentStatus, Child: "v"},
+				{Conditions: []string{"Ready=True/Reconciled", "Suspended=True/Suspended"}, KStatus: kstatus.CurrentStatus, Child: "hand-edited"},
+				// The new spec is not applied: observedGeneration stays, so kstatus waits.
+				{Conditions: []string{"Ready=True/Reconciled", "Suspended=True/Suspended"}, KStatus: kstatus.InProgressStatus, Child: "hand-edited"},
+				{Conditions: []string{"Ready=True/Reconciled"}, KStatus: kstatus.CurrentStatus, Child: "v"},
+			},
+		},
 		"ready, then suspended, then resumed": {
 			steps: []map[string]string{nil, {"suspend": "true"}, nil},
 			want: []step{

@@ -24,7 +24,9 @@ import (
 //     there, so kstatus reads it Current and waits on it end; otherwise Ready=False with reason
 //     Suspended, which kstatus reads InProgress (nothing will make it ready until it resumes);
 //   - Reconciling and Stalled are removed, so kstatus never reads a suspended object as Failed;
-//   - status.observedGeneration follows the spec: the controller has seen it and chose to wait.
+//   - status.observedGeneration (and the conditions') stays at the generation the suspension was
+//     first seen at: a spec changed while suspended reads InProgress in kstatus until it is applied
+//     after the resume, while an unchanged suspended object stays Current.
 //
 // Resuming removes ConditionSuspended and converges at once. Deleting a suspended object is not
 // suspended: its children are deleted in order and the finalizer removed, since a deletion that waited
@@ -58,12 +60,21 @@ func (r *Reconciler[T]) suspend(ctx context.Context, log logr.Logger, obj T) (ct
 		how = "resume it in its spec"
 	}
 	msg := "reconciliation is suspended: the children are left as they are; " + how
+	// The generation that suspended the object is observed (suspending is what it asks for); one
+	// changed while suspended is not applied, so the conditions keep the generation the suspension
+	// was first seen at, and kstatus reads the object InProgress until the resume applies it.
+	gen := obj.GetGeneration()
+	if c := status.Get(obj, ConditionSuspended); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration < gen {
+		obj.SetGeneration(c.ObservedGeneration)
+		defer obj.SetGeneration(gen)
+	}
 	changed := status.Set(obj, metav1.Condition{Type: ConditionSuspended, Status: metav1.ConditionTrue, Reason: ConditionSuspended, Message: msg})
 	if !status.IsTrue(obj, status.Ready) {
 		changed = status.Set(obj, metav1.Condition{Type: status.Ready, Status: metav1.ConditionFalse, Reason: ConditionSuspended, Message: msg}) || changed
 	}
 	changed = status.Remove(obj, status.Reconciling) || changed
 	changed = status.Remove(obj, status.Stalled) || changed
+	obj.SetGeneration(gen) // the status patch sends only the status
 	if !changed {
 		return ctrl.Result{}, nil
 	}
