@@ -157,11 +157,12 @@ func TestIntegrationApplyNoSecondCreateWhileCacheLags(t *testing.T) {
 			apiReader: mgr.GetAPIReader(),
 			want:      figures{Ops: []apply.Operation{apply.OperationCreated, apply.OperationUnchanged}, Writes: 1, Gets: 1},
 		},
-		// Without one, the Applier reads with the cached client, which cannot tell: the create is refused
-		// (the child exists), nothing is overwritten, and the error says what to do.
-		"without an API reader": {
-			child: "child-plain",
-			want:  figures{Ops: []apply.Operation{apply.OperationCreated, "error: GetAPIReader"}, Writes: 2},
+		// Given the cached client as its reader, the Applier cannot tell: the create is refused (the
+		// child exists), nothing is overwritten, and the error says what to do.
+		"the cached client as API reader": {
+			child:     "child-plain",
+			apiReader: mgr.GetClient(),
+			want:      figures{Ops: []apply.Operation{apply.OperationCreated, "error: GetAPIReader"}, Writes: 2},
 		},
 	}
 	appliers := map[string]*apply.Applier{}

@@ -413,7 +413,7 @@ func TestReconcilerExternalNode(t *testing.T) {
 	if _, err, w = reconcileOnce(); err == nil {
 		t.Error("reconcile while the system is down returned no error (no retry with backoff)")
 	}
-	if c := status.Get(w, status.Reconciling); c == nil || c.Reason != reconcile.ReasonReconcileError ||
+	if c := status.Get(w, status.Reconciling); c == nil || c.Reason != reconcile.ReasonObserveFailed ||
 		!strings.Contains(c.Message, `external node "db" (mem.thing w-db): observe: connection refused`) {
 		t.Errorf("Reconciling while down = %+v", c)
 	}

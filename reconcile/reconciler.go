@@ -49,8 +49,15 @@ const (
 	ReasonWaitingForDependencies = "WaitingForDependencies"
 	// ReasonProgressing: every child is applied, some are not ready yet.
 	ReasonProgressing = "Progressing"
-	// ReasonReconcileError: a transient error; the reconcile is retried with backoff.
+	// ReasonReconcileError: a transient error no node's step names; the reconcile is retried with
+	// backoff.
 	ReasonReconcileError = "ReconcileError"
+	// ReasonObserveFailed, ReasonApplyFailed, ReasonDeleteFailed: a node's step failed (a
+	// graph.NodeError): Reconciling=True, the message naming the node and the error; retried with
+	// backoff.
+	ReasonObserveFailed = "ObserveFailed"
+	ReasonApplyFailed   = "ApplyFailed"
+	ReasonDeleteFailed  = "DeleteFailed"
 	// ReasonInvalidSpec: the default reason of an *InvalidSpecError (Stalled=True, no retry).
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonInvalidGraph: the children graph is invalid (Graph.Validate failed): Stalled=True.
@@ -840,13 +847,28 @@ func (r *Reconciler[T]) setSummarized(obj T, out outcome) bool {
 	return !reflect.DeepEqual(before, conds)
 }
 
+// failureReason is the condition reason of a reconcile that failed with err: the failed node's step
+// when err is a graph.NodeError, else ReasonReconcileError.
+func failureReason(err error) string {
+	switch ne := graph.FirstNodeError(err); {
+	case ne == nil:
+		return ReasonReconcileError
+	case ne.Step == graph.StepObserve:
+		return ReasonObserveFailed
+	case ne.Step == graph.StepDelete:
+		return ReasonDeleteFailed
+	default:
+		return ReasonApplyFailed
+	}
+}
+
 // setOutcome sets Ready / Reconciling / Stalled from the outcome and reports whether they changed.
 func (r *Reconciler[T]) setOutcome(obj T, out outcome) bool {
 	switch {
 	case out.invalid != nil:
 		return status.MarkStalled(obj, out.invalid.reason(), out.invalid.Error())
 	case out.err != nil:
-		return status.MarkReconciling(obj, ReasonReconcileError, out.err.Error())
+		return status.MarkReconciling(obj, failureReason(out.err), out.err.Error())
 	case !out.result.Ready:
 		reason := ReasonProgressing
 		for _, c := range out.result.Children {
@@ -886,7 +908,7 @@ func (r *Reconciler[T]) finish(log logr.Logger, obj T, out outcome, transition b
 	case out.err != nil:
 		r.metrics.result(resultError)
 		if transition {
-			r.warn(obj, nil, ReasonReconcileError, "Reconcile", out.err.Error())
+			r.warn(obj, nil, failureReason(out.err), "Reconcile", out.err.Error())
 		}
 		return ctrl.Result{}, out.err
 	case !out.result.Ready:

@@ -548,3 +548,27 @@ func TestTypesToPrune(t *testing.T) {
 		})
 	}
 }
+
+// TestFailureReason: a failed node's step names the condition reason, whether the NodeError is
+// wrapped or joined with others; any other error is a ReconcileError.
+func TestFailureReason(t *testing.T) {
+	node := func(step string) error {
+		return &graph.NodeError{Node: "db", Step: step, Err: errors.New(`external node "db": ` + step + ": refused")}
+	}
+	cases := map[string]struct {
+		err  error
+		want string
+	}{
+		"observe":        {err: node(graph.StepObserve), want: ReasonObserveFailed},
+		"apply, wrapped": {err: fmt.Errorf("graph: %w", node(graph.StepApply)), want: ReasonApplyFailed},
+		"delete, joined": {err: errors.Join(errors.New("other"), node(graph.StepDelete)), want: ReasonDeleteFailed},
+		"no node":        {err: errors.New("status patch refused"), want: ReasonReconcileError},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, failureReason(tc.err)); diff != "" {
+				t.Errorf("reason (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

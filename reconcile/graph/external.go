@@ -196,7 +196,11 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 	e := n.ext
 	fail := func(step string, err error) (ChildResult, []string, error) {
 		cr.Reason = step + " failed"
-		return cr, nil, fmt.Errorf("external node %q (%s %s): %s: %w", n.name, e.ops.kind, e.id, step, err)
+		err = fmt.Errorf("external node %q (%s %s): %s: %w", n.name, e.ops.kind, e.id, step, err)
+		if step == "observe" {
+			return cr, nil, nodeError(n.name, StepObserve, err)
+		}
+		return cr, nil, nodeError(n.name, StepApply, err)
 	}
 	obs, err := e.ops.observe(ctx, e.id)
 	if err != nil {

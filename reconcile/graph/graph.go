@@ -548,7 +548,7 @@ func applyChild(ctx context.Context, a *apply.Applier, owner client.Object, n *N
 	obj, err := n.annotated()
 	if err != nil {
 		cr.Reason = "apply failed"
-		return cr, nil, fmt.Errorf("child %q: %w", n.name, err)
+		return cr, nil, nodeError(n.name, StepApply, fmt.Errorf("child %q: %w", n.name, err))
 	}
 	live, op, err := a.Apply(ctx, owner, obj)
 	switch {
@@ -557,7 +557,7 @@ func applyChild(ctx context.Context, a *apply.Applier, owner client.Object, n *N
 		return cr, []string{fmt.Sprintf("%s: %s", n.name, cr.Reason)}, nil
 	case err != nil:
 		cr.Reason = "apply failed"
-		return cr, nil, fmt.Errorf("child %q: %w", n.name, err)
+		return cr, nil, nodeError(n.name, StepApply, fmt.Errorf("child %q: %w", n.name, err))
 	}
 	cr.Applied, cr.Operation, cr.Object = true, op, live
 	switch {
@@ -635,13 +635,13 @@ func (g *Graph) Delete(ctx context.Context, a *apply.Applier, owner client.Objec
 		}
 		if e := g.index[order[i]].ext; e != nil {
 			if gone[i], errs[i] = deleteExternal(ctx, rec, e.ops, e.id, e.keep); errs[i] != nil {
-				errs[i] = fmt.Errorf("delete external node %q (%s %s): %w", order[i], e.ops.kind, e.id, errs[i])
+				errs[i] = nodeError(order[i], StepDelete, fmt.Errorf("delete external node %q (%s %s): %w", order[i], e.ops.kind, e.id, errs[i]))
 			}
 			return
 		}
 		steps[i], errs[i] = a.Delete(ctx, owner, g.index[order[i]].obj)
 		if errs[i] != nil {
-			errs[i] = fmt.Errorf("delete child %q: %w", order[i], errs[i])
+			errs[i] = nodeError(order[i], StepDelete, fmt.Errorf("delete child %q: %w", order[i], errs[i]))
 			return
 		}
 		gone[i] = steps[i].Live == nil

@@ -309,7 +309,7 @@ func TestDatabaseOutage(t *testing.T) {
 	stopped := time.Now()
 	harness.WaitForObject(t, f.env.Client, key, db, timeout, func(db *v1alpha1.Database) bool {
 		c := status.Get(db, status.Reconciling)
-		return c != nil && c.Reason == reconcile.ReasonReconcileError && strings.Contains(c.Message, `external node "role"`)
+		return c != nil && c.Reason == reconcile.ReasonObserveFailed && strings.Contains(c.Message, `external node "role"`)
 	})
 	down := *status.Get(db, status.Reconciling)
 	for time.Since(stopped) < 30*time.Second {

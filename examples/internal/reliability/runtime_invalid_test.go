@@ -72,7 +72,7 @@ func TestRuntimeInvalidSpecsRecover(t *testing.T) {
 					Name: "Second", ServiceType: corev1.ServiceTypeNodePort, NodePort: ptr.To(nodePort),
 				}},
 			},
-			wantCondition: status.Reconciling, wantReason: "ReconcileError", wantMessage: "already allocated",
+			wantCondition: status.Reconciling, wantReason: "ApplyFailed", wantMessage: "already allocated",
 			fix: func(o client.Object) { o.(*welcomev1.Welcome).Spec.NodePort = ptr.To(nodePort + 1) },
 		},
 		"memcached: memory limit below the cache size": {
