@@ -315,6 +315,9 @@ func (s *Shard) observe(ctx context.Context) {
 	switch {
 	case !writable:
 		s.settledAt = time.Time{}
+		// Others may take this member's objects over: what rounds took for it is no longer its.
+		maps.DeleteFunc(s.takes, func(_ types.UID, j *takeJob) bool { return j.round.over() })
+		clear(s.cleared)
 	case s.settledAt.IsZero():
 		s.settledAt = now.Add(s.mcfg.joinDelay)
 	}
