@@ -962,6 +962,7 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 		return condition(w, reconcile.ConditionSuspended) == "True/"+reconcile.ConditionSuspended
 	})
 	wt.counter.Reset()
+	seenSuspended := metricValue(t, "convergo_reconcile_results_total", map[string]string{"controller": wt.name, "result": "suspended"})
 	got := &testapi.Widget{}
 	if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), got); err != nil {
 		t.Fatal(err)
@@ -974,11 +975,20 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 		client.RawPatch("application/merge-patch+json", []byte(`{"data":{"k":"changed by someone"}}`))); err != nil {
 		t.Fatal(err)
 	}
-	gen := got.Generation
-	got = wt.waitWidget(t, w, "the change seen while suspended", func(w *testapi.Widget) bool {
-		c := status.Get(w, reconcile.ConditionSuspended)
-		return c != nil && c.ObservedGeneration == gen && w.Status.ObservedGeneration == gen
+	suspendedResults := map[string]string{"controller": wt.name, "result": "suspended"}
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		n := metricValue(t, "convergo_reconcile_results_total", suspendedResults)
+		return n > seenSuspended, fmt.Sprintf("suspended reconciles: %v, %v before the change", n, seenSuspended)
 	})
+	// The change is seen and not applied: the status still claims the generation before it.
+	gen := got.Generation
+	got = &testapi.Widget{}
+	if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ObservedGeneration >= got.Generation {
+		t.Errorf("observedGeneration %d while suspended, want below the generation %d", got.Status.ObservedGeneration, got.Generation)
+	}
 	type suspended struct {
 		Conditions      []string
 		KStatus         kstatus.Status
@@ -990,8 +1000,8 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 		conds = append(conds, c.Type+"="+string(c.Status)+"/"+c.Reason)
 	}
 	reqs := wt.counter.Snapshot().InNamespace(wt.ns)
-	// A suspended Widget that was Ready stays usable: kstatus (kubectl wait, Flux, Argo CD) reads it
-	// Current, not InProgress or Failed.
+	// A suspended Widget keeps its Ready and is never Failed in kstatus (kubectl wait, Flux, Argo CD);
+	// with a spec changed while suspended it reads InProgress: the change is not applied.
 	got.SetGroupVersionKind(testapi.GroupVersion.WithKind("Widget"))
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(got)
 	if err != nil {
@@ -1001,7 +1011,7 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := suspended{Conditions: []string{"Ready=True/Reconciled", "Suspended=True/Suspended"}, KStatus: kstatus.CurrentStatus,
+	want := suspended{Conditions: []string{"Ready=True/Reconciled", "Suspended=True/Suspended"}, KStatus: kstatus.InProgressStatus,
 		Derived: map[string]string{"replicas": "1"}, Config: map[string]string{"k": "changed by someone"}}
 	if diff := cmp.Diff(want, suspended{conds, ks.Status, childData("paused-derived"), childData("paused-config"), reqs.Count("", "configmaps")}); diff != "" {
 		t.Errorf("while suspended (-want +got):\n%s\n%v", diff, reqs)
@@ -1010,7 +1020,8 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 	setSuspend("null")
 	wt.waitWidget(t, w, "Ready after resuming", func(w *testapi.Widget) bool {
 		c := status.Get(w, status.Ready)
-		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && status.Get(w, reconcile.ConditionSuspended) == nil
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && w.Status.ObservedGeneration == gen &&
+			status.Get(w, reconcile.ConditionSuspended) == nil
 	})
 	if diff := cmp.Diff([]map[string]string{{"replicas": "2"}, {"k": "v"}}, []map[string]string{childData("paused-derived"), childData("paused-config")}); diff != "" {
 		t.Errorf("after resuming: derived and config (-want +got):\n%s", diff)
