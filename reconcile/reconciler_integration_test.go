@@ -753,17 +753,17 @@ func TestIntegrationReconcilerPrunes(t *testing.T) {
 }
 
 // TestIntegrationReconcilerTransientError: a child the API server rejects is a transient error:
-// Reconciling with the error, one Warning event, retries with backoff (not a hot loop), and recovery.
+// Reconciling with the failed step and the error, one Warning event, retries with backoff (not a hot loop), and recovery.
 func TestIntegrationReconcilerTransientError(t *testing.T) {
 	wt := newWidgetTest(t)
 	w := wt.create(t, "flaky", testapi.WidgetSpec{Data: map[string]string{"not a valid key!": "v"}})
-	got := wt.waitWidget(t, w, "Reconciling/ReconcileError", func(w *testapi.Widget) bool {
-		return condition(w, status.Reconciling) == "True/ReconcileError"
+	got := wt.waitWidget(t, w, "Reconciling/ApplyFailed (the child's apply)", func(w *testapi.Widget) bool {
+		return condition(w, status.Reconciling) == "True/ApplyFailed"
 	})
 	if c := status.Get(got, status.Ready); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not a valid key!") {
 		t.Errorf("Ready = %+v, want False with the API server's error", c)
 	}
-	wt.waitEvent(t, "flaky", "Warning ReconcileError")
+	wt.waitEvent(t, "flaky", "Warning ApplyFailed")
 
 	// Retried with backoff: more attempts follow, but not a hot loop, and the unchanged error is not
 	// written again.
@@ -777,8 +777,8 @@ func TestIntegrationReconcilerTransientError(t *testing.T) {
 	if n := wt.counter.Snapshot().Count("patch", "widgets/status"); n != 0 {
 		t.Errorf("%d status patches for an unchanged error, want 0", n)
 	}
-	if n := len(slices.DeleteFunc(wt.events(t, "flaky"), func(e string) bool { return e != "Warning ReconcileError" })); n != 1 {
-		t.Errorf("%d Warning ReconcileError events, want 1 per transition", n)
+	if n := len(slices.DeleteFunc(wt.events(t, "flaky"), func(e string) bool { return e != "Warning ApplyFailed" })); n != 1 {
+		t.Errorf("%d Warning ApplyFailed events, want 1 per transition", n)
 	}
 
 	got.Spec.Data = map[string]string{"valid": "v"}
