@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -832,4 +834,14 @@ func formatRatio(q *float64) string {
 // 2026-07-01-n50.
 func ResultName(r *Report) string {
 	return fmt.Sprintf("%s-n%d", r.Started.UTC().Format(time.DateOnly), r.N)
+}
+
+// SaveReport writes report into dir as a Markdown file named for today and name (for instance
+// "sharding-n600"), and returns its path.
+func SaveReport(dir, name, report string) (string, error) {
+	path := filepath.Join(dir, time.Now().Format("2006-01-02")+"-"+name+".md")
+	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+		return "", fmt.Errorf("save the report: %w", err)
+	}
+	return path, nil
 }

@@ -66,7 +66,6 @@ func (r *Reconciler[T]) suspend(ctx context.Context, log logr.Logger, obj T) (ct
 	gen := obj.GetGeneration()
 	if c := status.Get(obj, ConditionSuspended); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration < gen {
 		obj.SetGeneration(c.ObservedGeneration)
-		defer obj.SetGeneration(gen)
 	}
 	changed := status.Set(obj, metav1.Condition{Type: ConditionSuspended, Status: metav1.ConditionTrue, Reason: ConditionSuspended, Message: msg})
 	if !status.IsTrue(obj, status.Ready) {

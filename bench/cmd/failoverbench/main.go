@@ -69,8 +69,8 @@ func main() {
 	}
 	fmt.Print(report)
 	if *out != "" {
-		path := filepath.Join(*out, time.Now().Format("2006-01-02")+fmt.Sprintf("-failover-p%d.md", *perMember))
-		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+		path, err := bench.SaveReport(*out, fmt.Sprintf("failover-p%d", *perMember), report)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "failoverbench:", err)
 			os.Exit(1)
 		}

@@ -45,8 +45,8 @@ func main() {
 	}
 	fmt.Print(report)
 	if *out != "" {
-		path := filepath.Join(*out, time.Now().Format("2006-01-02")+fmt.Sprintf("-sharding-n%d.md", *n))
-		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+		path, err := bench.SaveReport(*out, fmt.Sprintf("sharding-n%d", *n), report)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "shardbench:", err)
 			os.Exit(1)
 		}
