@@ -64,7 +64,9 @@ func startPostgres(ctx context.Context, out io.Writer, root, logPath string) (*p
 		return nil, nil, nil, fmt.Errorf("create the PostgreSQL log: %w", err)
 	}
 	began := time.Now()
-	pg, err := postgres.New(ctx, postgres.WithLogOutput(logFile))
+	// No statement logged but during the deletion (logDDL): the statements that set a password
+	// would log it.
+	pg, err := postgres.New(ctx, postgres.WithLogOutput(logFile), postgres.WithSetting("log_statement", "none"))
 	if err != nil {
 		logFile.Close()
 		return nil, nil, nil, fmt.Errorf("start the Database operator's private PostgreSQL: %w (as root, make demo installs it)", err)

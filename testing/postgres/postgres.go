@@ -52,7 +52,7 @@ type config struct {
 	settings  []setting
 }
 
-// setting is a server setting, passed as -c name=value.
+// setting is a server setting, written into postgresql.conf.
 type setting struct{ name, value string }
 
 // defaultSettings are the settings the server runs with unless WithSetting changes them: no fsync,
@@ -78,7 +78,8 @@ func WithBinDir(dir string) Option {
 }
 
 // WithSetting runs the server with the setting name (a postgresql.conf parameter, such as work_mem
-// or max_connections) set to value, passed as -c name=value on every start. Later settings win over
+// or max_connections) set to value, written into the server's postgresql.conf, so that ALTER SYSTEM
+// and pg_reload_conf() change it at run time as on any server. Later settings win over
 // earlier ones and over the package's defaults, fsync=off and log_statement=all (with another
 // log_statement, Statements returns only what it logs). New fails for an empty name or one holding
 // "=", and for the settings the package sets itself: port, listen_addresses,
@@ -204,6 +205,9 @@ func (s *Server) init(ctx context.Context) error {
 		return err
 	}
 	if err := s.writeHBA(); err != nil {
+		return err
+	}
+	if err := s.writeSettings(); err != nil {
 		return err
 	}
 
@@ -376,8 +380,8 @@ func (s *Server) close(beforeRemove func()) error {
 	return errors.Join(errs...)
 }
 
-// serverArgs returns the postgres command's arguments: the data directory, then the package's
-// settings, the defaults and WithSetting's, in that order, so that later ones win.
+// serverArgs returns the postgres command's arguments: the data directory and the package's own
+// settings. Given on the command line, these are the ones ALTER SYSTEM cannot change.
 func (s *Server) serverArgs() []string {
 	args := []string{"-D", s.dataDir,
 		"-c", "port=" + strconv.Itoa(s.port),
@@ -388,10 +392,38 @@ func (s *Server) serverArgs() []string {
 		"-c", "log_line_prefix=" + logLinePrefix,
 		"-c", "lc_messages=C",
 	}
-	for _, st := range slices.Concat(defaultSettings, s.cfg.settings) {
-		args = append(args, "-c", st.name+"="+st.value)
-	}
 	return args
+}
+
+// settingsConf returns the lines writeSettings appends to postgresql.conf: the defaults, then
+// WithSetting's, so that later ones win (the server keeps a parameter's last line).
+func (s *Server) settingsConf() string {
+	var b strings.Builder
+	b.WriteString("\n# testing/postgres: the package's defaults, then WithSetting's; the last line of a name wins\n")
+	for _, st := range slices.Concat(defaultSettings, s.cfg.settings) {
+		fmt.Fprintf(&b, "%s = '%s'\n", st.name, confQuote.Replace(st.value))
+	}
+	return b.String()
+}
+
+// confQuote escapes a value for a quoted string of postgresql.conf.
+var confQuote = strings.NewReplacer(`\`, `\\`, "'", "''", "\n", `\n`)
+
+// writeSettings appends the server's settings to the postgresql.conf initdb wrote.
+func (s *Server) writeSettings() error {
+	p := filepath.Join(s.dataDir, "postgresql.conf")
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("write the settings into postgresql.conf: %w", err)
+	}
+	if _, err := f.WriteString(s.settingsConf()); err != nil {
+		f.Close()
+		return fmt.Errorf("write the settings into postgresql.conf: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write the settings into postgresql.conf: %w", err)
+	}
+	return nil
 }
 
 // start starts the postmaster, its output appended to the log, and waits until it accepts

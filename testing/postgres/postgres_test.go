@@ -189,6 +189,40 @@ func TestSettings(t *testing.T) {
 	t.Run("after a restart", check)
 }
 
+// TestSettingsAlterSystem checks that ALTER SYSTEM changes a setting the package set (a default
+// and one of WithSetting's) once the configuration is reloaded, as on any server, and that ALTER
+// SYSTEM RESET gives back the package's value.
+func TestSettingsAlterSystem(t *testing.T) {
+	srv := Start(t, WithSetting("work_mem", "7MB"))
+	for _, tc := range []struct{ name, set, want string }{
+		{"log_statement", "ddl", "all"},
+		{"work_mem", "9MB", "7MB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mustQuery(t, srv, fmt.Sprintf("ALTER SYSTEM SET %s = '%s'", tc.name, tc.set))
+			mustQuery(t, srv, "SELECT pg_reload_conf()")
+			awaitSetting(t, srv, tc.name, tc.set)
+			mustQuery(t, srv, "ALTER SYSTEM RESET "+tc.name)
+			mustQuery(t, srv, "SELECT pg_reload_conf()")
+			awaitSetting(t, srv, tc.name, tc.want)
+		})
+	}
+}
+
+// awaitSetting waits until a new connection runs with the setting name at want: the server reloads
+// its configuration when it handles pg_reload_conf's signal, and psql connects anew each time.
+func awaitSetting(t *testing.T, srv *Server, name, want string) {
+	t.Helper()
+	var got string
+	for range 300 {
+		if got = mustQuery(t, srv, "SHOW "+name); got == want {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("SHOW %s = %q, want %q", name, got, want)
+}
+
 // TestSettingRejectedByServer checks that a setting the server refuses fails New with the server's
 // reason.
 func TestSettingRejectedByServer(t *testing.T) {

@@ -41,20 +41,32 @@ func TestWithSettingRefused(t *testing.T) {
 	}
 }
 
-// TestServerArgs checks the order of the server's settings: the package's own, its defaults, then
-// WithSetting's in the order given, so that the later wins.
+// TestServerArgs checks that the command line holds the package's own settings only, so that
+// ALTER SYSTEM can change the rest.
 func TestServerArgs(t *testing.T) {
 	s := &Server{dataDir: "/d", sockDir: "/s", port: 5433}
-	WithSetting("fsync", "on")(&s.cfg)
 	WithSetting("work_mem", "7MB")(&s.cfg)
 	want := []string{"-D", "/d",
 		"-c", "port=5433", "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=/s",
 		"-c", "logging_collector=off", "-c", "log_destination=stderr", "-c", "log_line_prefix=%m [%p] %q%u@%d ",
-		"-c", "lc_messages=C",
-		"-c", "fsync=off", "-c", "log_statement=all",
-		"-c", "fsync=on", "-c", "work_mem=7MB"}
+		"-c", "lc_messages=C"}
 	if diff := cmp.Diff(want, s.serverArgs()); diff != "" {
 		t.Errorf("serverArgs (-want +got):\n%s", diff)
+	}
+}
+
+// TestSettingsConf checks the lines written into postgresql.conf: the defaults, then WithSetting's
+// in the order given (the server keeps a name's last line), with quotes and backslashes escaped.
+func TestSettingsConf(t *testing.T) {
+	s := &Server{}
+	WithSetting("fsync", "on")(&s.cfg)
+	WithSetting("work_mem", "7MB")(&s.cfg)
+	WithSetting("application_name", `it's C:\x`)(&s.cfg)
+	want := "\n# testing/postgres: the package's defaults, then WithSetting's; the last line of a name wins\n" +
+		"fsync = 'off'\nlog_statement = 'all'\n" +
+		"fsync = 'on'\nwork_mem = '7MB'\napplication_name = 'it''s C:\\\\x'\n"
+	if diff := cmp.Diff(want, s.settingsConf()); diff != "" {
+		t.Errorf("settingsConf (-want +got):\n%s", diff)
 	}
 }
 
