@@ -68,6 +68,11 @@ const (
 	// Reconciling=True (Stalled=True when the error is terminal), the message naming the step and the
 	// error. The next pass that gets further replaces it.
 	ReasonDeletionFailed = "DeletionFailed"
+	// ReasonNotOwned: a child exists that is not this object's (another owner controls it, it existed
+	// before, or KeepOnDelete released it), and it is never taken without opt-in: Stalled=True, the
+	// message naming the child and what to do. Retried with backoff, since deleting that child by hand
+	// sends this object no event.
+	ReasonNotOwned = "NotOwned"
 	// ReasonTerminalError: a hook returned controller-runtime's reconcile.TerminalError: Stalled=True,
 	// not retried until the object changes.
 	ReasonTerminalError = "TerminalError"
@@ -142,6 +147,8 @@ type reconcilerConfig struct {
 	controllerOpts []func(*controller.Options)
 	// summary is WithConditions'.
 	summary *status.Summary
+	// externalKinds are WithExternalKinds', as graph options.
+	externalKinds []graph.Option
 }
 
 // extraWatch is a watch added with WithWatches.
@@ -197,6 +204,17 @@ func WithFinalizer(name string) ReconcilerOption {
 // across restarts.
 func WithOwns(objs ...client.Object) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.owns = append(c.owns, objs...) }
+}
+
+// WithExternalKinds declares the kinds of external objects the Children hook's graphs declare, so
+// that an object whose graph cannot be built while it is deleted (an invalid spec, a referenced
+// Secret gone) still has its external objects deleted, in order (see graph.DeleteByMarks). Without
+// it such a deletion waits, finalizer in place, with a DeletionFailed condition naming the kind,
+// until the spec is fixed.
+func WithExternalKinds[S any](kinds ...graph.External[S]) ReconcilerOption {
+	return func(c *reconcilerConfig) {
+		c.externalKinds = append(c.externalKinds, graph.WithExternalKinds(kinds...))
+	}
 }
 
 // WithApplierOptions passes options to the Reconciler's Applier (apply.WithAdoptOrphans,
@@ -329,6 +347,7 @@ type Reconciler[T Object] struct {
 	interval     time.Duration
 	ctrlOpts     []func(*controller.Options)
 	summary      *status.Summary
+	extKinds     []graph.Option // WithExternalKinds'
 	maxConc      int
 	// deletionConc is WithDeletionConcurrency's number; gate, set up with the controller when it is
 	// above 0, holds the places of both lanes.
@@ -402,6 +421,7 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		interval:     cfg.interval,
 		ctrlOpts:     cfg.controllerOpts,
 		summary:      cfg.summary,
+		extKinds:     cfg.externalKinds,
 		maxConc:      cfg.maxConcurrent,
 		deletionConc: cfg.deletionConcurrent,
 		watches:      cfg.watches,
@@ -847,9 +867,17 @@ func (r *Reconciler[T]) setSummarized(obj T, out outcome) bool {
 	return !reflect.DeepEqual(before, conds)
 }
 
-// failureReason is the condition reason of a reconcile that failed with err: the failed node's step
-// when err is a graph.NodeError, else ReasonReconcileError.
+// failureReason is the condition reason of a reconcile that failed with err: ReasonNotOwned when a
+// child is not the object's to take, the failed node's step when err is a graph.NodeError, else
+// ReasonReconcileError.
 func failureReason(err error) string {
+	var (
+		orphan *apply.OrphanError
+		owned  *ownership.AlreadyOwnedError
+	)
+	if errors.As(err, &orphan) || errors.As(err, &owned) || errors.Is(err, graph.ErrNotOwned) {
+		return ReasonNotOwned
+	}
 	switch ne := graph.FirstNodeError(err); {
 	case ne == nil:
 		return ReasonReconcileError
@@ -867,6 +895,8 @@ func (r *Reconciler[T]) setOutcome(obj T, out outcome) bool {
 	switch {
 	case out.invalid != nil:
 		return status.MarkStalled(obj, out.invalid.reason(), out.invalid.Error())
+	case out.err != nil && failureReason(out.err) == ReasonNotOwned: // needs someone to act
+		return status.MarkStalled(obj, ReasonNotOwned, out.err.Error())
 	case out.err != nil:
 		return status.MarkReconciling(obj, failureReason(out.err), out.err.Error())
 	case !out.result.Ready:
@@ -1012,17 +1042,19 @@ func (r *Reconciler[T]) deletionFails(ctx context.Context, log logr.Logger, obj,
 }
 
 // deleteChildren deletes the graph in reverse order, then any other child of the known types (types
-// the graph no longer declares, or all of them when the graph cannot be built from the spec). The
-// result is never nil; its Deleted lists what this pass deleted, even on error.
+// the graph no longer declares). When the graph cannot be built from the spec, it deletes the
+// children of the known types and the recorded external objects in the order their marks say
+// (graph.DeleteByMarks). The result is never nil; its Deleted lists what this pass deleted, even on
+// error.
 func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj T) (*graph.DeleteResult, error) {
 	typesToDelete := r.knownTypes()
 	g, err := r.children(ctx, obj)
 	switch {
 	case err != nil:
-		log.Info("cannot build the children graph; deleting owned children without order", "error", err.Error())
+		log.Info("cannot build the children graph; deleting the children in the order their marks say", "error", err.Error())
 	case g == nil:
 	case g.Validate() != nil:
-		log.Info("invalid children graph; deleting owned children without order", "error", g.Validate().Error())
+		log.Info("invalid children graph; deleting the children in the order their marks say", "error", g.Validate().Error())
 	default:
 		res, err := g.Delete(ctx, r.applier, obj)
 		if res == nil {
@@ -1036,16 +1068,10 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 		// still hold a child of it (a list scans every cached object of the kind: N^2 label checks
 		// over the deletion of N owners).
 		mayHold := func(gk schema.GroupKind) bool { return r.counts.mayHoldUndeclared(obj.GetUID(), gk, 0) }
-		rest, err := r.applier.DeleteOwned(ctx, obj, mayHold, typesToDelete...)
+		rest, err := r.applier.DeleteOwned(ctx, obj, apply.OwnedScope{MayHold: mayHold}, typesToDelete...)
 		return ownedResult(res.Deleted, rest), err
 	}
-	if recorded := obj.GetAnnotations()[graph.ExternalAnnotation]; recorded != "" {
-		// Without the graph, nothing knows how to delete them: wait, finalizer in place.
-		return &graph.DeleteResult{Waiting: []string{"external objects " + recorded}},
-			fmt.Errorf("the owner holds external objects (%s) that only its children graph can delete, and the graph cannot be built: fix the spec or the Children hook", graph.ExternalAnnotation)
-	}
-	rest, err := r.applier.DeleteOwned(ctx, obj, nil, typesToDelete...)
-	return ownedResult(nil, rest), err
+	return graph.DeleteByMarks(ctx, r.applier, obj, typesToDelete, r.extKinds...)
 }
 
 // ownedResult is the result of a deletion pass that deleted (in graph order) what deleted lists, then

@@ -37,6 +37,7 @@ import (
 
 	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/internal/testapi"
+	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/status"
@@ -98,10 +99,13 @@ func widgetChildren(calls *atomic.Int64) func(context.Context, *testapi.Widget) 
 			derived.DependsOn("config")
 		}
 		if extra := w.Spec.Data["extra"]; extra != "" {
-			g.Add("extra", &corev1.ConfigMap{
+			n := g.Add("extra", &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-extra"},
 				Data:       map[string]string{"extra": extra},
 			})
+			if w.Spec.Data["keep-extra"] == "true" {
+				n.KeepOnDelete()
+			}
 		}
 		return g, nil
 	}
@@ -1126,5 +1130,61 @@ func TestIntegrationReconcilerDeletionFailureSaid(t *testing.T) {
 			}
 			harness.WaitForDeletion(t, wt.client, w, time.Minute)
 		})
+	}
+}
+
+// TestIntegrationReconcilerRedeclaredKeptChild: a kept child (KeepOnDelete) that the graph stopped
+// declaring is released; declared again, it is not taken back: the Widget reads Stalled=True, reason
+// NotOwned, with a message naming the child and what to do, and once the child is deleted by hand (no
+// event reaches the Widget: the released child carries none of its marks) the retry creates it again
+// as the Widget's.
+func TestIntegrationReconcilerRedeclaredKeptChild(t *testing.T) {
+	wt := newWidgetTest(t)
+	setData := func(w *testapi.Widget, data map[string]string) {
+		t.Helper()
+		if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+			t.Fatal(err)
+		}
+		w.Spec.Data = data
+		if err := wt.client.Update(t.Context(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withExtra := map[string]string{"k": "v", "extra": "1", "keep-extra": "true"}
+	w := wt.create(t, "kept", testapi.WidgetSpec{Data: withExtra})
+	wt.annotateReadyWhenCreated(t, "kept-config")
+	wt.waitWidget(t, w, "Ready", isReady)
+	extra := &corev1.ConfigMap{}
+	extraKey := client.ObjectKey{Namespace: wt.ns, Name: "kept-extra"}
+
+	setData(w, map[string]string{"k": "v"})
+	harness.WaitForObject(t, wt.client, extraKey, extra, time.Minute, func(cm *corev1.ConfigMap) bool {
+		return !ownership.IsTrackedBy(cm, w) && metav1.GetControllerOf(cm) == nil
+	})
+
+	setData(w, withExtra)
+	got := wt.waitWidget(t, w, "Stalled, NotOwned", func(w *testapi.Widget) bool {
+		c := status.Get(w, status.Stalled)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reconcile.ReasonNotOwned
+	})
+	msg := status.Get(got, status.Stalled).Message
+	for _, want := range []string{"ConfigMap " + wt.ns + "/kept-extra", "released by KeepOnDelete", "delete it", "apply.WithAdoptOrphans()"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Stalled message %q does not say %q", msg, want)
+		}
+	}
+	if c := status.Get(got, status.Ready); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready while a declared child is not the Widget's: %+v", c)
+	}
+
+	if err := wt.client.Delete(t.Context(), extra); err != nil {
+		t.Fatal(err)
+	}
+	wt.waitWidget(t, w, "Ready again", isReady)
+	if err := wt.client.Get(t.Context(), extraKey, extra); err != nil {
+		t.Fatal(err)
+	}
+	if !ownership.IsTrackedBy(extra, w) {
+		t.Errorf("kept-extra created again is not the Widget's: labels %v", extra.Labels)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/convergo-dev/convergo/internal/testapi"
+	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/status"
@@ -559,10 +560,13 @@ func TestFailureReason(t *testing.T) {
 		err  error
 		want string
 	}{
-		"observe":        {err: node(graph.StepObserve), want: ReasonObserveFailed},
-		"apply, wrapped": {err: fmt.Errorf("graph: %w", node(graph.StepApply)), want: ReasonApplyFailed},
-		"delete, joined": {err: errors.Join(errors.New("other"), node(graph.StepDelete)), want: ReasonDeleteFailed},
-		"no node":        {err: errors.New("status patch refused"), want: ReasonReconcileError},
+		"observe":                              {err: node(graph.StepObserve), want: ReasonObserveFailed},
+		"apply, wrapped":                       {err: fmt.Errorf("graph: %w", node(graph.StepApply)), want: ReasonApplyFailed},
+		"delete, joined":                       {err: errors.Join(errors.New("other"), node(graph.StepDelete)), want: ReasonDeleteFailed},
+		"no node":                              {err: errors.New("status patch refused"), want: ReasonReconcileError},
+		"an orphan child":                      {err: &graph.NodeError{Node: "config", Step: graph.StepApply, Err: &apply.OrphanError{}}, want: ReasonNotOwned},
+		"another owner's":                      {err: fmt.Errorf("apply: %w", &ownership.AlreadyOwnedError{}), want: ReasonNotOwned},
+		"an external object not ours, wrapped": {err: fmt.Errorf("external node: %w", graph.ErrNotOwned), want: ReasonNotOwned},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

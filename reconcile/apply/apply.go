@@ -63,7 +63,7 @@ type OrphanError struct {
 
 // Error names the child and the would-be owner, and the option that allows adoption.
 func (e *OrphanError) Error() string {
-	return fmt.Sprintf("%s already exists without a controller; %s adopts it only with apply.WithAdoptOrphans()", e.Child, e.Owner)
+	return fmt.Sprintf("%s already exists without a controller (made by someone else, or released by KeepOnDelete) and is not %s's: delete it to have it created again, or adopt it with apply.WithAdoptOrphans()", e.Child, e.Owner)
 }
 
 // ImmutableFieldError reports that the API server rejected a change to immutable fields.

@@ -39,7 +39,7 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, declaredObjs [
 	}
 	var deleted []client.Object
 	for _, t := range types {
-		items, gvk, err := a.listTracked(ctx, owner, t)
+		items, gvk, err := a.listTracked(ctx, a.client, owner, t)
 		if err != nil {
 			return deleted, err
 		}
@@ -99,46 +99,111 @@ type OwnedDeletion struct {
 	Waiting []string
 }
 
+// OwnedScope says where DeleteOwned looks for an owner's children and in which order it deletes them.
+// The zero OwnedScope lists every kind through the cache and deletes every child at once.
+type OwnedScope struct {
+	// MayHold, when not nil, says which kinds the cache may hold a child of: only those are listed
+	// (the children of the other kinds this Applier wrote or deleted and the cache has not confirmed
+	// are still read from the API server).
+	MayHold func(schema.GroupKind) bool
+	// FromAPIServer lists through the API reader instead of the cache (one LIST per kind): what it
+	// does not list is gone, whatever the cache shows or misses, even right after a restart.
+	FromAPIServer bool
+	// Order, when not nil, is given every child that still exists and says for each whether its
+	// deletion is due now (due[i] for children[i]); the others wait for a later pass. Package graph
+	// orders children by the node marks each carries (graph.DeleteByMarks).
+	Order func(children []client.Object) (due []bool)
+}
+
 // DeleteOwned deletes every child of owner of the given types (found by owner's tracking label) and
-// reports which children this call deleted, which still exist and whether none is left. Use it during
-// deletion when the graph cannot be built (e.g. the owner's spec became invalid); a graph's ordered
-// deletion is preferable since it respects the order. mayHold, when not nil, says which kinds the
-// cache may hold a child of: only those are listed (the children of the other kinds this Applier
-// wrote or deleted and the cache has not confirmed are still read from the API server).
+// reports which children this call deleted, which still exist and whether none is left; scope says
+// where it looks and in which order it deletes. Use it during deletion for kinds the graph no longer
+// declares, or when the graph cannot be built (graph.DeleteByMarks).
 //
-// Children are found by their tracking label in the cache, and, since the cache may not show a child
+// Children are found by their tracking label in the cache (or the API server, see OwnedScope), and,
+// since the cache may not show a child
 // written moments ago, among the children of these types the Applier wrote or deleted and the cache has
 // not confirmed: those are read from the API server. Each goes as its DeletionPolicyAnnotation says
 // (read from the API server when the cache has not shown the Applier's last write of it): deleted with
 // background or foreground propagation, or, when kept, released and then counted as gone. A child
 // counts as gone only when the API server said so or the cache saw the UID we deleted go; each DELETE
 // or release is sent once. On error the result holds what was done before it.
-func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, mayHold func(schema.GroupKind) bool, types ...client.Object) (*OwnedDeletion, error) {
+func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, scope OwnedScope, types ...client.Object) (*OwnedDeletion, error) {
 	res := &OwnedDeletion{}
-	listed := map[objectID]bool{}
-	kinds := map[schema.GroupKind]bool{}
-	record := func(step DeleteStep, id objectID) {
+	children, err := a.ownedChildren(ctx, owner, scope, types)
+	if err != nil {
+		return res, err
+	}
+	var due []bool
+	if order := scope.Order; order != nil {
+		objs := make([]client.Object, len(children))
+		for i, c := range children {
+			objs[i] = c.live
+		}
+		if due = order(objs); len(due) != len(objs) {
+			return res, fmt.Errorf("delete owned children: the deletion order answered for %d of %d children", len(due), len(objs))
+		}
+	}
+	for i, c := range children {
+		what := kobj.DescribeKey(c.id.gk.Kind, c.id.key)
+		if due != nil && !due[i] {
+			res.Waiting = append(res.Waiting, what)
+			continue
+		}
+		step, err := a.deleteLive(ctx, owner, c.id, c.proto, c.live, c.seen, policyBackground)
 		if step.Live != nil {
-			res.Waiting = append(res.Waiting, kobj.DescribeKey(id.gk.Kind, id.key))
+			res.Waiting = append(res.Waiting, what)
 		}
 		if step.Sent != nil {
 			res.Deleted = append(res.Deleted, step.Sent)
+		}
+		if err != nil {
+			return res, fmt.Errorf("delete %s: %w", what, err)
+		}
+	}
+	res.Done = len(res.Waiting) == 0
+	return res, nil
+}
+
+// ownedChild is a child of an owner that still exists, as DeleteOwned found it.
+type ownedChild struct {
+	id    objectID
+	proto client.Object
+	live  client.Object
+	seen  bool // live came from the cache
+}
+
+// ownedChildren returns the children of owner of the given types that still exist and are owner's:
+// those the cache (or the API server) lists with owner's tracking label (read from the API server when
+// the cache has not shown the Applier's last write of them), and those of these types the Applier
+// wrote or deleted and the list did not show, read from the API server.
+func (a *Applier) ownedChildren(ctx context.Context, owner client.Object, scope OwnedScope, types []client.Object) ([]ownedChild, error) {
+	mayHold, reader := scope.MayHold, client.Reader(a.client)
+	if scope.FromAPIServer {
+		mayHold, reader = nil, a.reader
+	}
+	var out []ownedChild
+	listed := map[objectID]bool{}
+	kinds := map[schema.GroupKind]bool{}
+	add := func(id objectID, proto, live client.Object, seen bool) {
+		if live != nil && belongsTo(live, owner) && !a.known.isGone(id, live.GetUID()) {
+			out = append(out, ownedChild{id: id, proto: proto, live: live, seen: seen})
 		}
 	}
 	for _, t := range types {
 		if mayHold != nil {
 			gvk, err := apiutil.GVKForObject(t, a.scheme)
 			if err != nil {
-				return res, fmt.Errorf("delete owned children: %w", err)
+				return nil, fmt.Errorf("delete owned children: %w", err)
 			}
 			if !mayHold(gvk.GroupKind()) {
 				kinds[gvk.GroupKind()] = true
 				continue
 			}
 		}
-		items, gvk, err := a.listTracked(ctx, owner, t)
+		items, gvk, err := a.listTracked(ctx, reader, owner, t)
 		if err != nil {
-			return res, err
+			return nil, err
 		}
 		kinds[gvk.GroupKind()] = true
 		for _, item := range items {
@@ -147,16 +212,13 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, mayHold 
 			if !belongsTo(item, owner) || a.known.isGone(id, item.GetUID()) {
 				continue
 			}
-			var step DeleteStep
-			if a.known.unseenWrite(id) {
-				// The cache has not shown our last write of it, which may have set its deletion policy.
-				step, err = a.deleteRead(ctx, owner, id, a.proto(t), policyBackground)
-			} else {
-				step, err = a.deleteLive(ctx, owner, id, a.proto(t), item, true, policyBackground)
+			if scope.FromAPIServer || !a.known.unseenWrite(id) {
+				add(id, a.proto(t), item, !scope.FromAPIServer)
+				continue
 			}
-			record(step, id)
-			if err != nil {
-				return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(gvk.Kind, id.key), err)
+			// The cache has not shown our last write of it, which may have set its deletion policy.
+			if err := a.readOwned(ctx, owner, id, a.proto(t), add); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -164,14 +226,26 @@ func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, mayHold 
 		if listed[p.id] || !kinds[p.id.gk] || a.known.goneByCache(p.id) {
 			continue
 		}
-		step, err := a.deleteRead(ctx, owner, p.id, p.proto, policyBackground)
-		record(step, p.id)
-		if err != nil {
-			return res, fmt.Errorf("delete %s: %w", kobj.DescribeKey(p.id.gk.Kind, p.id.key), err)
+		if err := a.readOwned(ctx, owner, p.id, p.proto, add); err != nil {
+			return nil, err
 		}
 	}
-	res.Done = len(res.Waiting) == 0
-	return res, nil
+	return out, nil
+}
+
+// readOwned reads the child id from the API server and hands it to add; a child the API server does
+// not have is confirmed gone.
+func (a *Applier) readOwned(ctx context.Context, owner client.Object, id objectID, proto client.Object, add func(objectID, client.Object, client.Object, bool)) error {
+	fresh, err := a.readLive(ctx, id.key, proto)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", kobj.DescribeKey(id.gk.Kind, id.key), err)
+	}
+	if fresh == nil {
+		a.known.confirmGone(id, owner.GetUID(), "")
+		return nil
+	}
+	add(id, proto, fresh, false)
+	return nil
 }
 
 // identityOf returns the identity desired has once applied for owner (namespace defaulted).
@@ -194,8 +268,9 @@ func (a *Applier) identityOf(desired, owner client.Object) (objectID, error) {
 	return objectID{gk: gvk.GroupKind(), key: client.ObjectKey{Namespace: ns, Name: desired.GetName()}}, nil
 }
 
-// listTracked lists the objects of t's kind carrying owner's tracking label, in all namespaces.
-func (a *Applier) listTracked(ctx context.Context, owner, t client.Object) ([]client.Object, schema.GroupVersionKind, error) {
+// listTracked lists through reader the objects of t's kind carrying owner's tracking label, in all
+// namespaces.
+func (a *Applier) listTracked(ctx context.Context, reader client.Reader, owner, t client.Object) ([]client.Object, schema.GroupVersionKind, error) {
 	gvk, err := apiutil.GVKForObject(t, a.scheme)
 	if err != nil {
 		return nil, gvk, fmt.Errorf("list tracked children: %w", err)
@@ -204,7 +279,7 @@ func (a *Applier) listTracked(ctx context.Context, owner, t client.Object) ([]cl
 	if err != nil {
 		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
 	}
-	if err := a.client.List(ctx, list, client.MatchingLabels(ownership.TrackingLabels(owner))); err != nil {
+	if err := reader.List(ctx, list, client.MatchingLabels(ownership.TrackingLabels(owner))); err != nil {
 		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
 	}
 	objs, err := meta.ExtractList(list)

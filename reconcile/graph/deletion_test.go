@@ -233,7 +233,7 @@ func TestGraphDeleteHonoursDeletionChoices(t *testing.T) {
 		t.Errorf("another pass sent %d writes, want none", log.writes.N)
 	}
 	// The released children stay released: the owner's DeleteOwned sweep does not find them.
-	if res, err := a.DeleteOwned(t.Context(), app, nil, &corev1.ConfigMap{}); err != nil || !res.Done || log.writes.N != 0 {
+	if res, err := a.DeleteOwned(t.Context(), app, apply.OwnedScope{}, &corev1.ConfigMap{}); err != nil || !res.Done || log.writes.N != 0 {
 		t.Errorf("DeleteOwned after release: %v, %v, %d writes; want done, no write", res, err, log.writes.N)
 	}
 }
@@ -293,7 +293,7 @@ func TestPruneHonoursDeletionChoices(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.reset()
-	res, err := a.DeleteOwned(t.Context(), app, nil, &corev1.ConfigMap{})
+	res, err := a.DeleteOwned(t.Context(), app, apply.OwnedScope{}, &corev1.ConfigMap{})
 	if err != nil || childState(t, c, "data2", app) != "released" || log.deletes["data2"] != "" {
 		t.Errorf("DeleteOwned: %v, %v; data2 %s, deletes %v; want released, not deleted", res, err, childState(t, c, "data2", app), log.deletes)
 	}

@@ -206,7 +206,7 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 	if err != nil {
 		return fail("observe", err)
 	}
-	entry := ExternalRecord{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep}
+	entry := ExternalRecord{Node: n.name, Kind: e.ops.kind, ID: e.id, Keep: e.keep, DependsOn: n.dependsOnMark()}
 	switch {
 	case !obs.Exists:
 		if err := rec.add(ctx, entry); err != nil {
@@ -247,9 +247,9 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 		if obs, err = e.ops.observe(ctx, e.id); err != nil {
 			return fail("observe", err)
 		}
-	} else if !rec.has(e.ops.kind, e.id) || rec.keep(e.ops.kind, e.id) != e.keep {
+	} else if !rec.holds(entry) {
 		// Marked as the owner's but not recorded (a record lost with a restored owner), or its
-		// deletion policy changed: the record must name it for pruning and deletion.
+		// deletion policy or dependencies changed: the record must say so for pruning and deletion.
 		if err := rec.add(ctx, entry); err != nil {
 			return fail("record", err)
 		}

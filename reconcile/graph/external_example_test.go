@@ -105,7 +105,7 @@ func ExampleAddExternal() {
 	// drift:
 	//   dns: shop.example.com -> 10.0.0.7
 	//   dns Updated, ready=true, observe again in 1m0s
-	// recorded: [{"node":"dns","kind":"dns.record","id":"shop.example.com"}]
+	// recorded: [{"node":"dns","kind":"dns.record","id":"shop.example.com","dependsOn":"service"}]
 	// delete:
 	//   dns: shop.example.com deleted
 	//   service deleted

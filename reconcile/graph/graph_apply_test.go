@@ -401,11 +401,11 @@ func TestPruneAndDeleteOwned(t *testing.T) {
 		t.Errorf("left after prune (-want +got):\n%s", diff)
 	}
 
-	done, err := ownedDeleted(a.DeleteOwned(t.Context(), app, nil, &corev1.ConfigMap{}, &corev1.Secret{}))
+	done, err := ownedDeleted(a.DeleteOwned(t.Context(), app, apply.OwnedScope{}, &corev1.ConfigMap{}, &corev1.Secret{}))
 	if err != nil || done {
 		t.Fatalf("DeleteOwned = %v, %v; want not done on the first call", done, err)
 	}
-	done, err = ownedDeleted(a.DeleteOwned(t.Context(), app, nil, &corev1.ConfigMap{}, &corev1.Secret{}))
+	done, err = ownedDeleted(a.DeleteOwned(t.Context(), app, apply.OwnedScope{}, &corev1.ConfigMap{}, &corev1.Secret{}))
 	if err != nil || !done {
 		t.Fatalf("DeleteOwned = %v, %v; want done", done, err)
 	}
@@ -505,7 +505,7 @@ func TestDeleteOwnedReports(t *testing.T) {
 	}
 	var got []deleteSummary
 	for range 2 {
-		res, err := a.DeleteOwned(t.Context(), app, nil, &corev1.ConfigMap{}, &corev1.Secret{})
+		res, err := a.DeleteOwned(t.Context(), app, apply.OwnedScope{}, &corev1.ConfigMap{}, &corev1.Secret{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -647,7 +647,7 @@ func TestDeleteOwnedListsOnlyWhatMayHold(t *testing.T) {
 			if err := c.Create(t.Context(), left); err != nil {
 				t.Fatal(err)
 			}
-			res, err := a.DeleteOwned(t.Context(), app, tc.mayHold, &corev1.ConfigMap{}, &corev1.Secret{})
+			res, err := a.DeleteOwned(t.Context(), app, apply.OwnedScope{MayHold: tc.mayHold}, &corev1.ConfigMap{}, &corev1.Secret{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -36,9 +36,15 @@ func (n *Node) annotated() (client.Object, error) {
 	}
 	annotations[NodeAnnotation] = n.name
 	delete(annotations, DependsOnAnnotation)
-	if len(n.deps) > 0 {
-		annotations[DependsOnAnnotation] = strings.Join(slices.Sorted(slices.Values(n.deps)), ",")
+	if deps := n.dependsOnMark(); deps != "" {
+		annotations[DependsOnAnnotation] = deps
 	}
 	obj.SetAnnotations(annotations)
 	return obj, nil
+}
+
+// dependsOnMark returns the node's dependencies as DependsOnAnnotation holds them: sorted,
+// comma-separated; empty when it has none.
+func (n *Node) dependsOnMark() string {
+	return strings.Join(slices.Sorted(slices.Values(n.deps)), ",")
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // ExternalAnnotation, on an owner, records the external objects its graph created or adopted, as a
-// JSON list of {"node", "kind", "id", "keep"} (keep only when true): the identity of each is written
+// JSON list of {"node", "kind", "id", "keep", "dependsOn"} (keep only when true, dependsOn only when
+// the node has dependencies): the identity of each is written
 // there before the object is created, so it survives a crash, a restart and a spec change, and pruning
 // and deletion find every object the owner may hold outside the cluster. The graph removes an entry
 // once its object is confirmed gone (or released); do not edit it by hand.
@@ -32,6 +33,9 @@ type ExternalRecord struct {
 	ID string `json:"id"`
 	// Keep: it is kept (KeepOnDelete), released instead of deleted.
 	Keep bool `json:"keep,omitempty"`
+	// DependsOn names the nodes its node depends on, comma-separated as in DependsOnAnnotation, for
+	// DeleteByMarks to delete it in order without the graph.
+	DependsOn string `json:"dependsOn,omitempty"`
 }
 
 // RecordedExternal returns the external objects recorded on owner, for tools that read live objects
@@ -86,12 +90,12 @@ func (r *record) has(kind, id string) bool {
 	return r.find(kind, id) >= 0
 }
 
-// keep reports whether the record marks the object id of kind as kept.
-func (r *record) keep(kind, id string) bool {
+// holds reports whether the record holds e as it is.
+func (r *record) holds(e ExternalRecord) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.find(kind, id)
-	return i >= 0 && r.entries[i].Keep
+	i := r.find(e.Kind, e.ID)
+	return i >= 0 && r.entries[i] == e
 }
 
 func (r *record) find(kind, id string) int {

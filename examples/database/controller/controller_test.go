@@ -245,7 +245,8 @@ func TestDatabaseRetain(t *testing.T) {
 }
 
 // TestDatabaseNeverSteals: a database that exists without this Database's owner mark is refused, the
-// Database says so in its conditions, and deleting the Database never drops it.
+// Database says so in its conditions (Stalled, NotOwned: someone must act), and deleting the Database
+// never drops it.
 func TestDatabaseNeverSteals(t *testing.T) {
 	f := newFixture(t)
 	f.exec(t, `CREATE DATABASE payroll`)
@@ -253,8 +254,9 @@ func TestDatabaseNeverSteals(t *testing.T) {
 	db := optest.Create(t, f.env.Client, &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "payroll"},
 		Spec: v1alpha1.DatabaseSpec{DatabaseName: "payroll"}})
 	harness.WaitForObject(t, f.env.Client, client.ObjectKeyFromObject(db), db, timeout, func(db *v1alpha1.Database) bool {
-		c := status.Get(db, status.Reconciling)
-		return c != nil && strings.Contains(c.Message, `external node "database": postgres.database payroll exists but was not created for this owner`)
+		c := status.Get(db, status.Stalled)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reconcile.ReasonNotOwned &&
+			strings.Contains(c.Message, `external node "database": postgres.database payroll exists but was not created for this owner`)
 	})
 	if owner := f.is(t, `SELECT pg_get_userbyid(datdba) = 'postgres' FROM pg_database WHERE datname = 'payroll'`); !owner {
 		t.Error("the existing database was changed")
@@ -381,5 +383,53 @@ func TestDatabaseRestartWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		harness.WaitForDeletion(t, f.env.Client, db, timeout)
+	}
+}
+
+// TestDatabaseDeletionFailureSaid: the Database's role cannot be dropped (a table in another database
+// is owned by it), then PostgreSQL is killed while the deletion is held there, after the database was
+// dropped. The whole time the Database reads Ready=False, reason DeletionFailed, the message naming
+// the node and the error of the moment (the role refusing; then, PostgreSQL down, the first node whose
+// absence can no longer be confirmed), finalizer in place; once PostgreSQL is back and the table is
+// gone, the deletion finishes and nothing is left.
+func TestDatabaseDeletionFailureSaid(t *testing.T) {
+	f := newFixture(t)
+	optest.StartOperator(t, f.env, f.setup, shippedCache())
+	db := optest.Create(t, f.env.Client, &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "ledger"}})
+	key := client.ObjectKeyFromObject(db)
+	harness.WaitForObject(t, f.env.Client, key, db, timeout, conditionsAre(ready))
+	name := controller.DatabaseName(db)
+	f.exec(t, `CREATE TABLE hold (x int)`, fmt.Sprintf(`ALTER TABLE hold OWNER TO %q`, name))
+
+	if err := f.env.Client.Delete(t.Context(), db); err != nil {
+		t.Fatal(err)
+	}
+	failedWith := func(node, substr string) func(*v1alpha1.Database) bool {
+		return func(db *v1alpha1.Database) bool {
+			c := status.Get(db, status.Ready)
+			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reconcile.ReasonDeletionFailed &&
+				strings.Contains(c.Message, `external node "`+node) && strings.Contains(c.Message, substr)
+		}
+	}
+	harness.WaitForObject(t, f.env.Client, key, db, timeout, failedWith(`role"`, "some objects depend on it"))
+	if f.databaseExists(t, name) {
+		t.Error("the database is still there while the deletion is held at the role")
+	}
+
+	f.pg.Kill(t)
+	harness.WaitForObject(t, f.env.Client, key, db, timeout, failedWith("", "connection refused"))
+	if c := status.Get(db, status.Reconciling); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reconcile.ReasonDeletionFailed {
+		t.Errorf("Reconciling while PostgreSQL is down: %+v, want True/DeletionFailed", c)
+	}
+	if len(db.Finalizers) == 0 {
+		t.Error("the finalizer went while the role exists")
+	}
+
+	f.pg.Start(t)
+	harness.WaitForObject(t, f.env.Client, key, db, timeout, failedWith(`role"`, "some objects depend on it"))
+	f.exec(t, `DROP TABLE hold`)
+	harness.WaitForDeletion(t, f.env.Client, db, timeout)
+	if f.databaseExists(t, name) || f.roleExists(t, name) {
+		t.Errorf("after the deletion: database %v, role %v; want both gone", f.databaseExists(t, name), f.roleExists(t, name))
 	}
 }
