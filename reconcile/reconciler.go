@@ -82,6 +82,17 @@ const (
 // before looking again.
 const defaultPollInterval = 10 * time.Second
 
+// defaultWorkers is how many objects a Reconciler reconciles at once when neither
+// WithMaxConcurrentReconciles nor the manager's controller options say: what operators written by
+// hand run (a reconcile is mostly round trips to the API server), not controller-runtime's 1.
+const defaultWorkers = 4
+
+// defaultDeletionPlaces is how many objects being deleted a Reconciler finalizes at once besides the
+// others unless WithDeletionConcurrency says: as many as the garbage collector's workers
+// (kube-controller-manager's --concurrent-gc-syncs), which delete the children of owners without a
+// finalizer.
+const defaultDeletionPlaces = 20
+
 // Object is what a Reconciler reconciles: an API object whose status carries conditions (see
 // status.Object), such as *v1alpha1.Memcached with GetConditions/SetConditions.
 type Object interface {
@@ -236,7 +247,8 @@ func WithControllerOptions(f func(*controller.Options)) ReconcilerOption {
 
 // WithMaxConcurrentReconciles sets how many objects are reconciled at once (one object is never
 // reconciled twice at the same time). Default: the manager's Controller.MaxConcurrentReconciles
-// (ctrl.Options.Controller), which defaults to 1. Raising it is safe: children are written with
+// (ctrl.Options.Controller) or GroupKindConcurrency when set, else 4 (controller-runtime's own
+// default is 1, which no operator written by hand keeps). Raising it is safe: children are written with
 // server-side apply, and a reconcile that starts before the cache shows the Reconciler's own last
 // write to the object works on what that write returned, so it does not repeat the write or conflict.
 func WithMaxConcurrentReconciles(n int) ReconcilerOption {
@@ -248,7 +260,7 @@ func WithMaxConcurrentReconciles(n int) ReconcilerOption {
 // which wait for one of their own places. A deletion pass is mostly round trips in a row (a layer of
 // children, the next once it is gone, the finalizer), and the garbage collector, which deletes the
 // children of owners that have no finalizer, runs 20 workers (kube-controller-manager's
-// --concurrent-gc-syncs). Default 0: deletions share the workers.
+// --concurrent-gc-syncs). Default 20, as many; 0: deletions share the workers.
 //
 // The controller runs both numbers of workers on one queue, so an object is still never reconciled
 // twice at once; controller-runtime's worker metrics count them all, and a reconcile's time includes
@@ -404,7 +416,7 @@ type Hooks[T Object] struct {
 //	r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Welcome]{Children: children, Status: fill},
 //		reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}))
 func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...ReconcilerOption) *Reconciler[T] {
-	cfg := reconcilerConfig{pollInterval: defaultPollInterval}
+	cfg := reconcilerConfig{pollInterval: defaultPollInterval, deletionConcurrent: defaultDeletionPlaces}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -529,9 +541,10 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	for _, f := range r.ctrlOpts {
 		f(&opts)
 	}
+	r.maxConc = opts.MaxConcurrentReconciles
+	others := r.concurrency(mgr)
+	opts.MaxConcurrentReconciles = others
 	if r.deletionConc > 0 {
-		r.maxConc = opts.MaxConcurrentReconciles
-		others := r.concurrency(mgr)
 		r.gate = newWorkerGate(others, r.deletionConc)
 		opts.MaxConcurrentReconciles = others + r.deletionConc
 	}
@@ -595,8 +608,9 @@ func (r *Reconciler[T]) createInformers(mgr manager.Manager) error {
 	return nil
 }
 
-// concurrency returns how many objects the controller reconciles at once, as controller-runtime
-// resolves it: the Reconciler's own number, else the manager's for T's kind, else its default, else 1.
+// concurrency returns how many objects the controller reconciles at once (besides those being
+// deleted): the Reconciler's own number, else the manager's for T's kind, else its default, else
+// defaultWorkers.
 func (r *Reconciler[T]) concurrency(mgr manager.Manager) int {
 	if r.maxConc > 0 {
 		return r.maxConc
@@ -608,7 +622,7 @@ func (r *Reconciler[T]) concurrency(mgr manager.Manager) int {
 	if opts.MaxConcurrentReconciles > 0 {
 		return opts.MaxConcurrentReconciles
 	}
-	return 1
+	return defaultWorkers
 }
 
 // deletionStarted passes updates that set the deletion timestamp (the API server also bumps the

@@ -464,28 +464,39 @@ func TestNewReconcilerDefaultsAndErrors(t *testing.T) {
 
 func TestReconcilerPassesOptionsOn(t *testing.T) {
 	type settings struct {
-		MaxConcurrent int
-		FieldManager  string
+		Workers, DeletionPlaces int
+		FieldManager            string
 	}
 	cases := map[string]struct {
-		opts []ReconcilerOption
-		want settings
+		opts    []ReconcilerOption
+		manager config.Controller
+		want    settings
 	}{
 		"defaults": {
 			opts: []ReconcilerOption{WithName("plain")},
-			// 0: controller-runtime takes the manager's Controller.MaxConcurrentReconciles (default 1).
-			want: settings{MaxConcurrent: 0, FieldManager: "plain"},
+			want: settings{Workers: 4, DeletionPlaces: 20, FieldManager: "plain"},
+		},
+		"the manager's workers": {
+			opts:    []ReconcilerOption{WithName("plain")},
+			manager: config.Controller{MaxConcurrentReconciles: 2},
+			want:    settings{Workers: 2, DeletionPlaces: 20, FieldManager: "plain"},
+		},
+		"the manager's workers for the kind": {
+			opts:    []ReconcilerOption{WithName("plain")},
+			manager: config.Controller{MaxConcurrentReconciles: 2, GroupKindConcurrency: map[string]int{"Widget.test.convergo.dev": 3}},
+			want:    settings{Workers: 3, DeletionPlaces: 20, FieldManager: "plain"},
 		},
 		"given": {
-			opts: []ReconcilerOption{WithName("tuned"), WithMaxConcurrentReconciles(4),
+			opts: []ReconcilerOption{WithName("tuned"), WithMaxConcurrentReconciles(8), WithDeletionConcurrency(0),
 				WithApplierOptions(apply.WithFieldManager("custom"))},
-			want: settings{MaxConcurrent: 4, FieldManager: "custom"},
+			manager: config.Controller{MaxConcurrentReconciles: 2},
+			want:    settings{Workers: 8, DeletionPlaces: 0, FieldManager: "custom"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r, _ := rtReconciler(t, tc.opts...)
-			got := settings{MaxConcurrent: r.maxConc, FieldManager: r.applier.FieldManager()}
+			got := settings{Workers: r.concurrency(rtManager{ctrl: tc.manager}), DeletionPlaces: r.deletionConc, FieldManager: r.applier.FieldManager()}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
 			}

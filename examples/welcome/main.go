@@ -47,8 +47,8 @@ func main() {
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `Address of the /healthz and /readyz endpoints; "0" turns them off.`)
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&f.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace; required outside a cluster).")
-	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", 0, "How many Welcomes are reconciled at once (0: controller-runtime's default, 1; 8 for a sharded replica, which takes a dead member's share over at once).")
-	flag.IntVar(&f.deletions, "max-concurrent-deletions", 0, "How many Welcomes being deleted are finalized at once, besides the others (0: they share --max-concurrent-reconciles).")
+	flag.IntVar(&f.concurrency, "max-concurrent-reconciles", 0, "How many Welcomes are reconciled at once (0: Convergo's default, 4; 8 for a sharded replica, which takes a dead member's share over at once).")
+	flag.IntVar(&f.deletions, "max-concurrent-deletions", -1, "How many Welcomes being deleted are finalized at once, besides the others (-1: Convergo's default, 20; 0: they share --max-concurrent-reconciles).")
 	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "", `Address of the Go profiler's endpoints (/debug/pprof), e.g. "127.0.0.1:6060"; empty turns them off.`)
 	flag.StringVar(&f.shardRing, "shard-ring", "", "Run sharded: every replica is active and reconciles its share of the Welcomes; the ring's name. Excludes --leader-elect.")
 	flag.StringVar(&f.shardMember, "shard-member", os.Getenv("POD_NAME"), "This replica's stable name in the ring (default: $POD_NAME, a StatefulSet pod's name).")
@@ -119,7 +119,10 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	setupOpts := []reconcile.ReconcilerOption{reconcile.WithDeletionConcurrency(f.deletions)}
+	var setupOpts []reconcile.ReconcilerOption
+	if f.deletions >= 0 {
+		setupOpts = append(setupOpts, reconcile.WithDeletionConcurrency(f.deletions))
+	}
 	if f.shardRing != "" {
 		shard, err := sharding.Join(mgr, shardCfg, &v1alpha1.Welcome{}, sharding.WithLeaseTimings(f.shardLease, f.shardRenew, f.shardRetry))
 		if err != nil {
