@@ -35,21 +35,14 @@ import (
 // ratios) in the middle, so that reversing the order every other round keeps it there.
 const defaultImplementations = "convergo,expert,baseline"
 
-// convergoDeletionWorkers is how many Welcomes being deleted Convergo's operator finalizes at once,
-// besides the others: kube-controller-manager's --concurrent-gc-syncs default.
-const convergoDeletionWorkers = 20
-
 // implementations are the operators the bench knows, by name.
 var implementations = map[string]bench.Implementation{
 	"convergo": {
-		Name: "convergo", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(expert.DefaultMaxConcurrentReconciles),
-			reconcile.WithDeletionConcurrency(convergoDeletionWorkers)),
-		Cache: controller.CacheOptions, Install: installFinalizerPolicy,
-		Description: fmt.Sprintf("examples/welcome with the expert's %d workers (reconcile.WithMaxConcurrentReconciles) and %d more for Welcomes being deleted "+
-			"(reconcile.WithDeletionConcurrency, as many as the garbage collector's workers, which do the expert's deletions), "+
-			"its main's cache options (controller.CacheOptions: childcache.Configure, no managedFields; of the child kinds only Convergo children), "+
+		Name: "convergo", Setup: controller.Setup(), Cache: controller.CacheOptions, Install: installFinalizerPolicy,
+		Description: "examples/welcome as shipped: the library's defaults (4 workers and 20 more for Welcomes being deleted, " +
+			"as many as the garbage collector's workers, which do the expert's deletions), its main's cache options " +
+			"(controller.CacheOptions: childcache.Configure, no managedFields; of the child kinds only Convergo children), " +
 			"its config/admission policy (the API server adds the finalizer to new Welcomes; bound to the bench namespace)",
-			expert.DefaultMaxConcurrentReconciles, convergoDeletionWorkers),
 	},
 	"expert": {
 		Name:  "expert",
@@ -87,9 +80,16 @@ var implementations = map[string]bench.Implementation{
 	// Not measured by default: Convergo's operator as shipped but without places of its own for the
 	// Welcomes being deleted, to show what those places change (-impl convergo,expert,convergo-shared).
 	"convergo-shared": {
-		Name: "convergo-shared", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(expert.DefaultMaxConcurrentReconciles)), Cache: controller.CacheOptions,
+		Name: "convergo-shared", Setup: controller.Setup(reconcile.WithDeletionConcurrency(0)), Cache: controller.CacheOptions,
 		Install:     installFinalizerPolicy,
-		Description: "examples/welcome with the expert's workers, its deletions sharing them (no reconcile.WithDeletionConcurrency)",
+		Description: "examples/welcome with its 4 workers, its deletions sharing them (reconcile.WithDeletionConcurrency(0))",
+	},
+	// Not measured by default: Convergo's operator with controller-runtime's defaults, one worker shared
+	// by deletions, to show what the library's defaults change (-impl convergo,expert,convergo-1).
+	"convergo-1": {
+		Name: "convergo-1", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(1), reconcile.WithDeletionConcurrency(0)), Cache: controller.CacheOptions,
+		Install:     installFinalizerPolicy,
+		Description: "examples/welcome with controller-runtime's defaults: 1 worker, shared by deletions",
 	},
 
 	// Not measured by default: the expert with responses uncompressed (rest.Config.DisableCompression,
@@ -169,7 +169,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.restarts, "restarts", bench.DefaultRestarts, "how many times each round restarts each manager, one after the other (and the receiver after each, with -floor); the round's restart figures are the medians")
 	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
 	fs.StringVar(&f.impls, "impl", defaultImplementations, "comma-separated implementations to measure, in order: convergo, expert (hand-written by an expert; "+
-		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), expert-plain (the expert with responses uncompressed), expert-apply (the expert writing with server-side applies)")
+		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), convergo-1 (controller-runtime's defaults: 1 worker, shared by deletions), expert-plain (the expert with responses uncompressed), expert-apply (the expert writing with server-side applies)")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the markdown table")
 	fs.StringVar(&f.out, "out", "", "directory to write <date>-n<N>.md and <date>-n<N>.json to (e.g. bench/results); nothing is written without it")
 	fs.DurationVar(&f.timeout, "timeout", bench.DefaultPhaseTimeout, "how long each phase may take")
