@@ -48,7 +48,7 @@ func (r *Reconciler[T]) watchTypes(ctx context.Context, g *graph.Graph) {
 			continue
 		}
 		o := kobj.New(sample)
-		if err := r.controller.Watch(source.Kind(r.cache, o, r.counts.handler(gvk.GroupKind(), r.handler))); err != nil {
+		if err := r.controller.Watch(source.Kind(r.cache, o, r.triggers.noting(triggerChild, gvk.Kind, r.counts.handler(gvk.GroupKind(), r.handler)))); err != nil {
 			logf.FromContext(ctx).Error(err, "cannot watch child type; declare it with WithOwns", "kind", gvk.String())
 			continue
 		}

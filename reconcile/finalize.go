@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,7 +37,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	r.recordDeleted(obj, res.Deleted)
 	if err != nil {
 		r.metrics.deletionStep("children", "error")
-		r.metrics.result(resultError)
+		r.result(ctx, resultError)
 		r.warn(obj, nil, EventReasonDeleteFailed, "Delete", err.Error())
 		return r.deletionFails(ctx, log, obj, before, "delete children", err)
 	}
@@ -51,7 +52,10 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 		cleanup = func(ctx context.Context) (bool, error) { return r.cleanup(ctx, obj) }
 	}
 	rv := obj.GetResourceVersion()
-	done, err := finalizer.Finalize(ctx, r.client, obj, r.finalizer, cleanup, finalizer.WithAPIReader(r.apiReader))
+	fctx, sp := span(ctx, "cleanup and finalizer")
+	done, err := finalizer.Finalize(fctx, r.client, obj, r.finalizer, cleanup, finalizer.WithAPIReader(r.apiReader))
+	sp.SetAttributes(attribute.Bool("convergo.done", done))
+	endSpan(sp, err)
 	if done {
 		// A reconcile that still reads the version from before the removal works on its answer
 		// (no finalizer: nothing to do) instead of sending the removal again.
@@ -59,7 +63,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	}
 	if err != nil {
 		r.metrics.deletionStep("cleanup", "error")
-		r.metrics.result(resultError)
+		r.result(ctx, resultError)
 		r.warn(obj, nil, EventReasonCleanupFailed, "Delete", err.Error())
 		return r.deletionFails(ctx, log, obj, before, "cleanup", err)
 	}
@@ -68,7 +72,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 		return r.deletionWaits(ctx, obj, before, "waiting for cleanup")
 	}
 	r.metrics.deletionStep("finalizer", "done")
-	r.metrics.result(resultFinalized)
+	r.result(ctx, resultFinalized)
 	r.forgetDeletion(key)
 	r.applier.ForgetChildren(obj.GetUID())
 	// No event: the object is gone right after this; the ChildrenDeleted events (WithChangeEvents)
@@ -80,12 +84,12 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 // deletionWaits records in the status what the deletion waits for and looks again after the poll
 // interval (watch events of children usually come sooner).
 func (r *Reconciler[T]) deletionWaits(ctx context.Context, obj, before T, msg string) (ctrl.Result, error) {
-	r.metrics.result(resultDeleting)
+	r.result(ctx, resultDeleting)
 	status.MarkReconciling(obj, ReasonDeleting, msg)
 	if _, err := r.patchStatus(ctx, obj, before); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: nothing left to do
 	}
-	return ctrl.Result{RequeueAfter: r.poll}, nil
+	return later(ctx, r.poll, triggerPoll), nil
 }
 
 // deletionFails records in the status that the deletion step failed with err (Ready=False, and

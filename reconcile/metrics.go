@@ -41,6 +41,11 @@ var (
 		Help: "Deletion progress by controller, step (children, cleanup, finalizer) and result (done, waiting, error).",
 	}, []string{"controller", "step", "result"})
 
+	reconcileTriggersTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convergo_reconcile_triggers_total",
+		Help: "Reconciles by controller and trigger: start-up, created, changed, child, watch, shard, requeue, external, interval, poll, retry, unknown.",
+	}, []string{"controller", "trigger"})
+
 	registerMetricsOnce sync.Once
 )
 
@@ -48,7 +53,7 @@ var (
 // someone else registered under the same name is left in place.
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		for _, c := range []prometheus.Collector{childOperationsTotal, reconcileResultsTotal, finalizingObjects, deletionStepsTotal} {
+		for _, c := range []prometheus.Collector{childOperationsTotal, reconcileResultsTotal, finalizingObjects, deletionStepsTotal, reconcileTriggersTotal} {
 			if err := metrics.Registry.Register(c); err != nil {
 				var already prometheus.AlreadyRegisteredError
 				if !errors.As(err, &already) {
@@ -73,6 +78,10 @@ func (m *reconcilerMetrics) childOperation(kind, op string) {
 
 func (m *reconcilerMetrics) result(result string) {
 	reconcileResultsTotal.WithLabelValues(m.controller, result).Inc()
+}
+
+func (m *reconcilerMetrics) trigger(why string) {
+	reconcileTriggersTotal.WithLabelValues(m.controller, why).Inc()
 }
 
 func (m *reconcilerMetrics) deletionStep(step, result string) {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -48,6 +49,8 @@ type reconcilerConfig struct {
 	controllerOpts []func(*controller.Options)
 	// summary is WithConditions'.
 	summary *status.Summary
+	// tracerProvider is WithTracerProvider's.
+	tracerProvider trace.TracerProvider
 	// externalKinds are WithExternalKinds', as graph options.
 	externalKinds []graph.Option
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +28,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
@@ -171,6 +172,8 @@ type Reconciler[T Object] struct {
 	deletionConc int
 	gate         *workerGate
 	metrics      *reconcilerMetrics
+	tracer       trace.Tracer // WithTracerProvider's, or the global provider's
+	triggers     *triggers    // why each queued object is to be reconciled
 	initErr      error
 	// shard is set by WithSharding.
 	shard *sharding.Shard
@@ -214,16 +217,29 @@ type Hooks[T Object] struct {
 }
 
 // Reconcile brings one T to its desired state; see Reconciler for the steps.
-func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	if r.initErr != nil {
 		return ctrl.Result{}, r.initErr
 	}
+	began, tr := time.Now(), r.triggers.take(req.NamespacedName)
+	ctx, span := r.startReconcile(ctx, req, tr)
+	defer func() { r.endReconcile(ctx, span, tr, began, res, err) }()
 	ctx, ask := withRequeue(ctx)
-	res, err := r.reconcile(ctx, req)
+	res, err = r.reconcile(ctx, req)
 	if err != nil {
-		return ask.onFailure(ctx, err)
+		res, err = ask.onFailure(ctx, err)
 	}
-	return ask.earliest(res), nil
+	why := ""
+	if err == nil {
+		res, why = ask.earliest(res)
+	}
+	switch {
+	case err != nil && !errors.Is(err, ctrlreconcile.TerminalError(nil)):
+		r.triggers.requeued(req.NamespacedName, triggerRetry)
+	case why != "":
+		r.triggers.requeued(req.NamespacedName, why)
+	}
+	return res, err
 }
 
 // reconcile is Reconcile's steps.
@@ -259,8 +275,8 @@ func (r *Reconciler[T]) reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return r.suspend(ctx, log, obj)
 	}
 	rv := obj.GetResourceVersion()
-	if _, err := finalizer.Ensure(ctx, r.client, obj, r.finalizer, finalizer.WithAPIReader(r.apiReader)); err != nil {
-		r.metrics.result(resultError)
+	if err := r.ensureFinalizer(ctx, obj); err != nil {
+		r.result(ctx, resultError)
 		return ctrl.Result{}, err
 	}
 	r.wrote(rv, obj)
@@ -277,12 +293,12 @@ func (r *Reconciler[T]) reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	changed := r.setConditions(obj, out)
 	wrote, err := r.patchStatus(ctx, obj, before)
 	if err != nil {
-		r.metrics.result(resultError)
+		r.result(ctx, resultError)
 		return ctrl.Result{}, errors.Join(out.err, err)
 	}
 	// A transition is a condition change that reached the server: a stale cache can make the same
 	// change look new twice, but the second time the Patcher finds nothing left to write.
-	return r.finish(log, obj, out, changed && wrote)
+	return r.finish(ctx, log, obj, out, changed && wrote)
 }
 
 // get reads T from the cache (or, while the cache has not caught up with our own last write to it,
@@ -311,11 +327,14 @@ func (r *Reconciler[T]) wrote(rvBefore string, obj T) {
 
 // patchStatus writes the status difference between before and obj and records the write.
 func (r *Reconciler[T]) patchStatus(ctx context.Context, obj, before T) (bool, error) {
+	ctx, sp := span(ctx, "status patch")
 	rv := obj.GetResourceVersion()
 	wrote, err := r.patcher.Patch(ctx, obj, before)
 	if wrote {
 		r.wrote(rv, obj)
 	}
+	sp.SetAttributes(attribute.Bool("convergo.written", wrote))
+	endSpan(sp, err)
 	return wrote, err
 }
 
@@ -375,7 +394,7 @@ func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
 	if err != nil {
 		return r.failed(out, err)
 	}
-	RequeueAfter(ctx, jitter(out.result.ObserveAgain)) // external nodes send no watch events
+	askAfter(ctx, jitter(out.result.ObserveAgain), triggerExternal) // external nodes send no watch events
 	if out.result.Ready {
 		if types := r.typesToPrune(obj, g); len(types) > 0 {
 			if out.pruned, err = g.Prune(ctx, r.applier, obj, types...); err != nil {
@@ -513,10 +532,10 @@ func (r *Reconciler[T]) setOutcome(obj T, out outcome) bool {
 }
 
 // finish emits the outcome's events and metrics and chooses the result.
-func (r *Reconciler[T]) finish(log logr.Logger, obj T, out outcome, transition bool) (ctrl.Result, error) {
+func (r *Reconciler[T]) finish(ctx context.Context, log logr.Logger, obj T, out outcome, transition bool) (ctrl.Result, error) {
 	switch {
 	case out.invalid != nil:
-		r.metrics.result(resultStalled)
+		r.result(ctx, resultStalled)
 		if transition {
 			log.Info("invalid spec: stalled until the spec changes", "reason", out.invalid.reason(), "error", out.invalid.Error())
 			r.warn(obj, nil, out.invalid.reason(), "Reconcile", out.invalid.Error())
@@ -524,20 +543,20 @@ func (r *Reconciler[T]) finish(log logr.Logger, obj T, out outcome, transition b
 		// Terminal for controller-runtime: no retry, and its terminal-error metric counts it.
 		return ctrl.Result{}, ctrlreconcile.TerminalError(out.invalid)
 	case out.err != nil:
-		r.metrics.result(resultError)
+		r.result(ctx, resultError)
 		if transition {
 			r.warn(obj, nil, failureReason(out.err), "Reconcile", out.err.Error())
 		}
 		return ctrl.Result{}, out.err
 	case !out.result.Ready:
-		r.metrics.result(resultWaiting)
+		r.result(ctx, resultWaiting)
 		log.V(1).Info("waiting for children", "waiting", out.result.Waiting)
-		return ctrl.Result{RequeueAfter: r.nextLook()}, nil
+		return later(ctx, r.nextLook(), triggerInterval), nil
 	default:
-		r.metrics.result(resultReady)
+		r.result(ctx, resultReady)
 		if transition {
 			log.Info("ready", "children", len(out.result.Children))
 		}
-		return ctrl.Result{RequeueAfter: r.nextLook()}, nil
+		return later(ctx, r.nextLook(), triggerInterval), nil
 	}
 }

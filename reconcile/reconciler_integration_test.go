@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/go-logr/logr"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -162,6 +164,9 @@ func newWidgetTestWith(t *testing.T, hooks reconcile.Hooks[*testapi.Widget], opt
 		return wt.rec.SetupWithManager(mgr)
 	}, harness.WithManagerConfig(wt.counter.Wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
 		o.Scheme = widgetScheme
+		// Only the test's namespace: Widgets other tests left behind (their namespaces still being
+		// terminated) would take this controller's workers.
+		o.Cache.DefaultNamespaces = map[string]cache.Config{wt.ns: {}}
 	}))
 	return wt
 }
@@ -1142,11 +1147,14 @@ func TestIntegrationReconcilerRedeclaredKeptChild(t *testing.T) {
 	wt := newWidgetTest(t)
 	setData := func(w *testapi.Widget, data map[string]string) {
 		t.Helper()
-		if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
-			t.Fatal(err)
-		}
-		w.Spec.Data = data
-		if err := wt.client.Update(t.Context(), w); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the controller writes its status meanwhile
+			if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+				return err
+			}
+			w.Spec.Data = data
+			return wt.client.Update(t.Context(), w)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

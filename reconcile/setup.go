@@ -68,6 +68,8 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		ctrlOpts:     cfg.controllerOpts,
 		summary:      cfg.summary,
 		extKinds:     cfg.externalKinds,
+		tracer:       tracerOf(cfg.tracerProvider),
+		triggers:     newTriggers(),
 		maxConc:      cfg.maxConcurrent,
 		deletionConc: cfg.deletionConcurrent,
 		watches:      cfg.watches,
@@ -189,7 +191,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 			predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
 			deletionStarted(),
-		))).
+		), r.triggers.ownEvents())).
 		WithOptions(opts).
 		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
 		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.applier.Observer(r.gvk.GroupKind())))
@@ -197,14 +199,15 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	for _, o := range r.owns {
 		gvk, _ := apiutil.GVKForObject(o, r.scheme)
 		r.watched[gvk] = o
-		b = b.Watches(o, r.counts.handler(gvk.GroupKind(), r.handler))
+		b = b.Watches(o, r.triggers.noting(triggerChild, gvk.Kind, r.counts.handler(gvk.GroupKind(), r.handler)))
 	}
 	r.mu.Unlock()
 	for _, w := range r.watches {
-		b = b.Watches(w.obj, w.handler, w.opts...)
+		gvk, _ := apiutil.GVKForObject(w.obj, r.scheme)
+		b = b.Watches(w.obj, r.triggers.noting(triggerWatch, gvk.Kind, w.handler), w.opts...)
 	}
 	if r.shard != nil {
-		b = b.WatchesRawSource(source.Channel(r.shard.Events(), &handler.EnqueueRequestForObject{}))
+		b = b.WatchesRawSource(source.Channel(r.shard.Events(), r.triggers.noting(triggerShard, "", &handler.EnqueueRequestForObject{})))
 	}
 	if err := r.createInformers(mgr); err != nil {
 		return fmt.Errorf("set up controller %s: %w", r.name, err)

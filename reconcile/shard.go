@@ -62,7 +62,7 @@ func (r *Reconciler[T]) shardStep(ctx context.Context, obj T) (end func(), stop 
 	}
 	end, ok := s.Begin()
 	if !ok {
-		return end, true, ctrl.Result{RequeueAfter: shardRetry}, nil
+		return end, true, later(ctx, shardRetry, triggerShard), nil
 	}
 	moved, err := s.HandOver(ctx, obj)
 	if err != nil || moved {

@@ -50,7 +50,7 @@ func (r *Reconciler[T]) suspended(obj T) bool {
 
 // suspend records in obj's status that it is suspended and touches nothing else.
 func (r *Reconciler[T]) suspend(ctx context.Context, log logr.Logger, obj T) (ctrl.Result, error) {
-	r.metrics.result(resultSuspended)
+	r.result(ctx, resultSuspended)
 	before, err := snapshot(obj)
 	if err != nil {
 		return ctrl.Result{}, err

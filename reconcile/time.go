@@ -23,14 +23,28 @@ import (
 // retried. Outside a Reconciler's reconcile it does nothing.
 //
 //	reconcile.RequeueAfter(ctx, time.Until(cert.NotAfter.Add(-30*24*time.Hour)))
-func RequeueAfter(ctx context.Context, d time.Duration) {
+func RequeueAfter(ctx context.Context, d time.Duration) { askAfter(ctx, d, triggerRequeue) }
+
+// askAfter is RequeueAfter, with why the object is to be looked at again (a trigger).
+func askAfter(ctx context.Context, d time.Duration, why string) {
 	if ask, ok := ctx.Value(requeueKey{}).(*requeueAsk); ok && d > 0 {
 		ask.mu.Lock()
 		if ask.after == 0 || d < ask.after {
-			ask.after = d
+			ask.after, ask.why = d, why
 		}
 		ask.mu.Unlock()
 	}
+}
+
+// later returns a Result that looks at the object again after d, and records why for the trigger of
+// that reconcile.
+func later(ctx context.Context, d time.Duration, why string) ctrl.Result {
+	if ask, ok := ctx.Value(requeueKey{}).(*requeueAsk); ok && d > 0 {
+		ask.mu.Lock()
+		ask.resultWhy = why
+		ask.mu.Unlock()
+	}
+	return ctrl.Result{RequeueAfter: d}
 }
 
 // WithInterval makes the Reconciler look at every object again at most d after its last reconcile,
@@ -45,10 +59,13 @@ func WithInterval(d time.Duration) ReconcilerOption {
 // requeueKey is the context key of a reconcile's requeueAsk.
 type requeueKey struct{}
 
-// requeueAsk is the earliest RequeueAfter the hooks of one reconcile asked for.
+// requeueAsk is the earliest RequeueAfter the hooks of one reconcile asked for, and why (a trigger);
+// resultWhy is why the reconcile's own Result looks again (later).
 type requeueAsk struct {
-	mu    sync.Mutex
-	after time.Duration
+	mu        sync.Mutex
+	after     time.Duration
+	why       string
+	resultWhy string
 }
 
 // withRequeue returns ctx carrying a new requeueAsk, and the ask.
@@ -57,14 +74,18 @@ func withRequeue(ctx context.Context) (context.Context, *requeueAsk) {
 	return context.WithValue(ctx, requeueKey{}, ask), ask
 }
 
-// earliest returns res with its RequeueAfter brought forward to the ask's, when the ask is earlier.
-func (a *requeueAsk) earliest(res ctrl.Result) ctrl.Result {
+// earliest returns res with its RequeueAfter brought forward to the ask's, when the ask is earlier,
+// and why it looks again (empty when it does not).
+func (a *requeueAsk) earliest(res ctrl.Result) (ctrl.Result, string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.after > 0 && (res.RequeueAfter == 0 || a.after < res.RequeueAfter) {
-		res.RequeueAfter = a.after
+		return ctrl.Result{RequeueAfter: a.after}, a.why
 	}
-	return res
+	if res.RequeueAfter > 0 {
+		return res, a.resultWhy
+	}
+	return res, ""
 }
 
 // onFailure is what Reconcile returns for a reconcile that failed with err: err, retried with
@@ -77,6 +98,9 @@ func (a *requeueAsk) onFailure(ctx context.Context, err error) (ctrl.Result, err
 	if d == 0 || errors.Is(err, ctrlreconcile.TerminalError(nil)) {
 		return ctrl.Result{}, err
 	}
+	a.mu.Lock()
+	a.resultWhy = a.why
+	a.mu.Unlock()
 	loggerOf(ctx).Error(err, "Reconciler error; looking again when a hook asked", "requeueAfter", d)
 	return ctrl.Result{RequeueAfter: d}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -386,6 +388,8 @@ func (a *Applier) converge(ctx context.Context, c *applyCall, live client.Object
 		return live, OperationUnchanged, nil
 	}
 	logf.FromContext(ctx).V(1).Info("child drifted from its intent", "object", c.describe(), "firstDifference", path)
+	// The caller's span (a graph node's apply) says what drifted.
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("convergo.drift", path))
 	result, err := a.serverSideApply(ctx, c, sameObject(live))
 	switch {
 	case err == nil:

@@ -106,9 +106,13 @@ func (g *Graph) Apply(ctx context.Context, a *apply.Applier, owner client.Object
 		case failed.Load():
 			results[i].Reason = "not applied: applying another child failed"
 		case n.ext != nil:
+			ctx, span := startSpan(ctx, "apply "+n.name, attrNode.String(n.name), attrKind.String(n.ext.ops.kind), attrID.String(n.ext.id))
 			results[i], waiting[i], errs[i] = g.applyExternal(ctx, rec, n)
+			endChildSpan(span, results[i], errs[i])
 		default:
+			ctx, span := startSpan(ctx, "apply "+n.name, attrNode.String(n.name))
 			results[i], waiting[i], errs[i] = applyChild(ctx, a, owner, n)
+			endChildSpan(span, results[i], errs[i])
 		}
 		if errs[i] != nil {
 			failed.Store(true)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -65,13 +66,19 @@ func (g *Graph) Delete(ctx context.Context, a *apply.Applier, owner client.Objec
 		if !due(i, dependents, gone) {
 			return // held back by a dependent that still exists
 		}
+		ctx, span := startSpan(ctx, "delete "+order[i], attrNode.String(order[i]))
 		if e := g.index[order[i]].ext; e != nil {
+			span.SetAttributes(attrKind.String(e.ops.kind), attrID.String(e.id))
 			if gone[i], errs[i] = deleteExternal(ctx, rec, e.ops, e.id, e.keep); errs[i] != nil {
 				errs[i] = nodeError(order[i], StepDelete, fmt.Errorf("delete external node %q (%s %s): %w", order[i], e.ops.kind, e.id, errs[i]))
 			}
+			span.SetAttributes(attribute.Bool("convergo.gone", gone[i]))
+			endSpan(span, errs[i])
 			return
 		}
 		steps[i], errs[i] = a.Delete(ctx, owner, g.index[order[i]].obj)
+		span.SetAttributes(deleteAttrs(steps[i])...)
+		endSpan(span, errs[i])
 		if errs[i] != nil {
 			errs[i] = nodeError(order[i], StepDelete, fmt.Errorf("delete child %q: %w", order[i], errs[i]))
 			return
@@ -125,5 +132,9 @@ func (g *Graph) Prune(ctx context.Context, a *apply.Applier, owner client.Object
 			declared = append(declared, n.obj)
 		}
 	}
-	return a.Prune(ctx, owner, declared, types...)
+	ctx, span := startSpan(ctx, "prune")
+	pruned, err := a.Prune(ctx, owner, declared, types...)
+	span.SetAttributes(attrCount.Int(len(pruned)))
+	endSpan(span, err)
+	return pruned, err
 }

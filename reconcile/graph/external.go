@@ -92,14 +92,23 @@ type externalOps struct {
 
 // opsOf binds want to ext's operations.
 func opsOf[S any](ext External[S], want S) externalOps {
+	kind := ext.Kind()
 	ops := externalOps{
-		kind:    ext.Kind(),
-		observe: func(ctx context.Context, id string) (Observation, error) { return ext.Observe(ctx, id, want) },
-		apply:   func(ctx context.Context, id, owner string) error { return ext.Apply(ctx, id, want, owner) },
-		delete:  ext.Delete,
+		kind: kind,
+		observe: func(ctx context.Context, id string) (Observation, error) {
+			return traced(ctx, kind, "observe", id, func(ctx context.Context) (Observation, error) { return ext.Observe(ctx, id, want) })
+		},
+		apply: func(ctx context.Context, id, owner string) error {
+			return tracedCall(ctx, kind, "apply", id, func(ctx context.Context) error { return ext.Apply(ctx, id, want, owner) })
+		},
+		delete: func(ctx context.Context, id string) error {
+			return tracedCall(ctx, kind, "delete", id, func(ctx context.Context) error { return ext.Delete(ctx, id) })
+		},
 	}
 	if r, ok := ext.(Releaser); ok {
-		ops.release = r.Release
+		ops.release = func(ctx context.Context, id string) error {
+			return tracedCall(ctx, kind, "release", id, func(ctx context.Context) error { return r.Release(ctx, id) })
+		}
 	}
 	return ops
 }

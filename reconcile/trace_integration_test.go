@@ -1,0 +1,124 @@
+//go:build integration
+
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/convergo-dev/convergo/internal/testapi"
+	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/testing/harness"
+)
+
+// spanAttr returns the value of the attribute key of span, "" when it has none.
+func spanAttr(span sdktrace.ReadOnlySpan, key string) string {
+	for _, a := range span.Attributes() {
+		if string(a.Key) == key {
+			return a.Value.Emit()
+		}
+	}
+	return ""
+}
+
+// TestIntegrationReconcilerTrace: with WithTracerProvider, each reconcile is a span named for the
+// controller with the object and why it ran: "created" for the Widget's creation, "child" naming the
+// ConfigMap whose change brought it (the test annotates it ready; later it changes its data by hand).
+// Under it, one span per node in dependency order ("apply config" ends before "apply derived"
+// starts), with the verdict and, for the child changed by hand, what drifted; the status patch; and
+// the Status hook's own span, since the hook receives the reconcile's context.
+func TestIntegrationReconcilerTrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.WithoutCancel(t.Context())) })
+	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Status: func(ctx context.Context, _ *testapi.Widget, _ *graph.Result) error {
+		_, span := trace.SpanFromContext(ctx).TracerProvider().Tracer("author").Start(ctx, "author status")
+		span.End()
+		return nil
+	}}, reconcile.WithTracerProvider(tp))
+	w := wt.create(t, "traced", testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
+	wt.annotateReadyWhenCreated(t, "traced-config")
+	wt.waitWidget(t, w, "Ready", isReady)
+
+	// The config's data changed by hand: the owner is woken by it and repairs it.
+	cm := &corev1.ConfigMap{}
+	if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: "traced-config"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["k"] = "changed by hand"
+	if err := wt.client.Update(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	var drifted sdktrace.ReadOnlySpan
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		for _, s := range rec.Ended() {
+			if s.Name() == "apply config" && spanAttr(s, "convergo.drift") != "" {
+				drifted = s
+				return true, ""
+			}
+		}
+		return false, "no apply config span with convergo.drift"
+	})
+
+	spans := rec.Ended()
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byID[s.SpanContext().SpanID()] = s
+	}
+	parent := func(s sdktrace.ReadOnlySpan) sdktrace.ReadOnlySpan { return byID[s.Parent().SpanID()] }
+	var reconciles []string
+	for _, s := range spans {
+		if s.Name() != wt.name || spanAttr(s, "k8s.object.name") != "traced" {
+			continue
+		}
+		var children []string
+		for _, c := range spans {
+			if c.Parent().SpanID() == s.SpanContext().SpanID() {
+				children = append(children, c.Name())
+			}
+		}
+		reconciles = append(reconciles, fmt.Sprintf("%s %s %s: %s", spanAttr(s, "convergo.trigger"), spanAttr(s, "convergo.trigger.object"),
+			spanAttr(s, "convergo.result"), strings.Join(children, ", ")))
+	}
+	// The first reconcile, for the creation: the finalizer, the config (derived waits for it), the
+	// author's span, the status patch.
+	if len(reconciles) == 0 || !strings.HasPrefix(reconciles[0], "created  waiting: ") {
+		t.Errorf("first reconcile: %q, want trigger created, result waiting", reconciles)
+	}
+	want := "child ConfigMap " + wt.ns + "/traced-config ready: "
+	if !slices.ContainsFunc(reconciles, func(r string) bool {
+		return strings.HasPrefix(r, want) && strings.Contains(r, "apply config, apply derived") && strings.Contains(r, "author status") && strings.Contains(r, "status patch")
+	}) {
+		t.Errorf("no reconcile %q... with apply config, apply derived, author status, status patch under it; reconciles:\n%s", want, strings.Join(reconciles, "\n"))
+	}
+
+	// Node spans of one reconcile run in dependency order.
+	for _, s := range spans {
+		if s.Name() != "apply derived" {
+			continue
+		}
+		for _, c := range spans {
+			if c.Name() == "apply config" && c.Parent().SpanID() == s.Parent().SpanID() && c.EndTime().After(s.StartTime()) {
+				t.Errorf("apply derived started at %v, before apply config ended at %v", s.StartTime(), c.EndTime())
+			}
+		}
+	}
+	type node struct{ Operation, Drift, Trigger, By string }
+	p := parent(drifted)
+	got := node{spanAttr(drifted, "convergo.operation"), spanAttr(drifted, "convergo.drift"), spanAttr(p, "convergo.trigger"), spanAttr(p, "convergo.trigger.object")}
+	if diff := cmp.Diff(node{"Updated", ".data.k", "child", "ConfigMap " + wt.ns + "/traced-config"}, got); diff != "" {
+		t.Errorf("the repair (-want +got):\n%s", diff)
+	}
+}

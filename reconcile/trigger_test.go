@@ -1,0 +1,76 @@
+package reconcile
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/convergo-dev/convergo/internal/testapi"
+)
+
+func TestTriggers(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "w"}
+	widget := func(created time.Time) *testapi.Widget {
+		return &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", CreationTimestamp: metav1.NewTime(created)}}
+	}
+	cases := map[string]struct {
+		steps func(tr *triggers)
+		want  []trigger // what take returns, once per reconcile
+	}{
+		"nothing noted": {steps: func(*triggers) {}, want: []trigger{{why: triggerUnknown}}},
+		"the first event wins until the reconcile begins": {
+			steps: func(tr *triggers) {
+				tr.note(key, trigger{why: triggerChild, detail: "ConfigMap ns/a"})
+				tr.note(key, trigger{why: triggerChanged})
+			},
+			want: []trigger{{why: triggerChild, detail: "ConfigMap ns/a"}, {why: triggerUnknown}},
+		},
+		"an event comes before the requeue it was asked for": {
+			steps: func(tr *triggers) {
+				tr.requeued(key, triggerInterval)
+				tr.note(key, trigger{why: triggerChanged})
+			},
+			want: []trigger{{why: triggerChanged}, {why: triggerUnknown}},
+		},
+		"a requeue, then a retry": {
+			steps: func(tr *triggers) { tr.requeued(key, triggerExternal) },
+			want:  []trigger{{why: triggerExternal}},
+		},
+		"listed at start-up, then created": {
+			steps: func(tr *triggers) {
+				p := tr.ownEvents()
+				p.Create(event.CreateEvent{Object: widget(tr.started.Add(-time.Hour))})
+			},
+			want: []trigger{{why: triggerStartup}},
+		},
+		"created after the start": {
+			steps: func(tr *triggers) {
+				tr.ownEvents().Create(event.CreateEvent{Object: widget(tr.started.Add(time.Hour))})
+			},
+			want: []trigger{{why: triggerCreated}},
+		},
+		"changed": {
+			steps: func(tr *triggers) {
+				tr.ownEvents().Update(event.UpdateEvent{ObjectOld: widget(tr.started), ObjectNew: widget(tr.started)})
+			},
+			want: []trigger{{why: triggerChanged}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tr := newTriggers()
+			tc.steps(tr)
+			var got []trigger
+			for range tc.want {
+				got = append(got, tr.take(key))
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(trigger{})); diff != "" {
+				t.Errorf("triggers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
