@@ -19,18 +19,18 @@ import (
 // Why a reconcile ran: its span's convergo.trigger, its log line's "trigger" and the trigger label of
 // convergo_reconcile_triggers_total.
 const (
-	triggerStartup  = "start-up"  // the object was listed when the controller started
-	triggerCreated  = "created"   // the object was created
-	triggerChanged  = "changed"   // its spec, labels or annotations changed, or its deletion began
-	triggerChild    = "child"     // one of its children changed (the detail names it)
-	triggerWatch    = "watch"     // a WithWatches watch mapped an object to it (the detail names it)
-	triggerShard    = "shard"     // sharding moved it (a take-over or a hand-over)
-	triggerRequeue  = "requeue"   // a hook asked (RequeueAfter)
-	triggerExternal = "external"  // an external node was due for observation
-	triggerInterval = "interval"  // WithInterval
-	triggerPoll     = "poll"      // a deletion waited for something that sends no event
-	triggerRetry    = "retry"     // the last reconcile failed
-	triggerUnknown  = "unknown"   // none of these was seen (another controller's queue, a test)
+	triggerStartup  = "start-up" // the object was listed when the controller started
+	triggerCreated  = "created"  // the object was created
+	triggerChanged  = "changed"  // its spec, labels or annotations changed, or its deletion began
+	triggerChild    = "child"    // one of its children changed (the detail names it)
+	triggerWatch    = "watch"    // a WithWatches watch mapped an object to it (the detail names it)
+	triggerShard    = "shard"    // sharding moved it (a take-over or a hand-over)
+	triggerRequeue  = "requeue"  // a hook asked (RequeueAfter)
+	triggerExternal = "external" // an external node was due for observation
+	triggerInterval = "interval" // WithInterval
+	triggerPoll     = "poll"     // a deletion waited for something that sends no event
+	triggerRetry    = "retry"    // the last reconcile failed
+	triggerUnknown  = "unknown"  // none of these was seen (another controller's queue, a test)
 )
 
 // trigger is why a reconcile ran, and, for a child or a watch, which object.
