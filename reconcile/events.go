@@ -64,6 +64,9 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 			if c.Operation == "" {
 				continue
 			}
+			if c.Operation != apply.OperationUnchanged {
+				r.metrics.nodeWrite(c.Name, string(c.Operation))
+			}
 			var n *graph.Node
 			if out.graph != nil {
 				n = out.graph.Node(c.Name)
@@ -113,6 +116,9 @@ func (r *Reconciler[T]) recordDeleted(owner T, deleted []graph.ChildResult) {
 	for _, c := range deleted {
 		kind := r.kindOf(c.Object)
 		r.metrics.childOperation(kind, string(apply.OperationDeleted))
+		if c.Name != "" {
+			r.metrics.nodeWrite(c.Name, string(apply.OperationDeleted))
+		}
 		entries = append(entries, noteEntry{verb: "deleted", what: kobj.DescribeKey(kind, keyOf(c.Object))})
 	}
 	if len(entries) > 0 && r.changeEvents {

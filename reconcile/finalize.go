@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/attribute"
@@ -74,6 +75,10 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	r.metrics.deletionStep("finalizer", "done")
 	r.result(ctx, resultFinalized)
 	r.forgetDeletion(key)
+	r.metrics.condition(key, "")
+	if ts := obj.GetDeletionTimestamp(); ts != nil {
+		r.metrics.deleted(time.Since(ts.Time))
+	}
 	r.applier.ForgetChildren(obj.GetUID())
 	// No event: the object is gone right after this; the ChildrenDeleted events (WithChangeEvents)
 	// and the log tell the story.
@@ -86,6 +91,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 func (r *Reconciler[T]) deletionWaits(ctx context.Context, obj, before T, msg string) (ctrl.Result, error) {
 	r.result(ctx, resultDeleting)
 	status.MarkReconciling(obj, ReasonDeleting, msg)
+	r.countCondition(obj)
 	if _, err := r.patchStatus(ctx, obj, before); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: nothing left to do
 	}
@@ -103,6 +109,7 @@ func (r *Reconciler[T]) deletionFails(ctx context.Context, log logr.Logger, obj,
 	} else {
 		status.MarkReconciling(obj, ReasonDeletionFailed, msg)
 	}
+	r.countCondition(obj)
 	if _, perr := r.patchStatus(ctx, obj, before); client.IgnoreNotFound(perr) != nil {
 		log.Error(perr, "record the failed deletion step in the status")
 	}

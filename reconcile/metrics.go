@@ -3,8 +3,10 @@ package reconcile
 import (
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -46,6 +48,22 @@ var (
 		Help: "Reconciles by controller and trigger: start-up, created, changed, child, watch, shard, requeue, external, interval, poll, retry, unknown.",
 	}, []string{"controller", "trigger"})
 
+	nodeWritesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convergo_node_writes_total",
+		Help: "Writes by controller, graph node and operation (Created, Updated: a drift repaired or a spec change applied, Recreated, Deleted).",
+	}, []string{"controller", "node", "operation"})
+
+	deletionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "convergo_deletion_duration_seconds",
+		Help:    "Time from an object's deletion timestamp to the removal of the Reconciler's finalizer, by controller.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 3, 10), // 50 ms to about 16 min
+	}, []string{"controller"})
+
+	objectsByCondition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "convergo_objects",
+		Help: "Objects by controller and the condition that is True after their last reconcile: Ready, Reconciling, Stalled (none: Unknown).",
+	}, []string{"controller", "condition"})
+
 	registerMetricsOnce sync.Once
 )
 
@@ -53,7 +71,7 @@ var (
 // someone else registered under the same name is left in place.
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		for _, c := range []prometheus.Collector{childOperationsTotal, reconcileResultsTotal, finalizingObjects, deletionStepsTotal, reconcileTriggersTotal} {
+		for _, c := range []prometheus.Collector{childOperationsTotal, reconcileResultsTotal, finalizingObjects, deletionStepsTotal, reconcileTriggersTotal, nodeWritesTotal, deletionSeconds, objectsByCondition} {
 			if err := metrics.Registry.Register(c); err != nil {
 				var already prometheus.AlreadyRegisteredError
 				if !errors.As(err, &already) {
@@ -65,11 +83,43 @@ func registerMetrics() {
 }
 
 // reconcilerMetrics records one controller's metrics.
-type reconcilerMetrics struct{ controller string }
+type reconcilerMetrics struct {
+	controller string
+
+	mu         sync.Mutex
+	conditions map[types.NamespacedName]string // the condition of each object, for convergo_objects
+}
 
 func newReconcilerMetrics(controller string) *reconcilerMetrics {
 	registerMetrics()
-	return &reconcilerMetrics{controller: controller}
+	return &reconcilerMetrics{controller: controller, conditions: map[types.NamespacedName]string{}}
+}
+
+func (m *reconcilerMetrics) nodeWrite(node, op string) {
+	nodeWritesTotal.WithLabelValues(m.controller, node, op).Inc()
+}
+
+func (m *reconcilerMetrics) deleted(after time.Duration) {
+	deletionSeconds.WithLabelValues(m.controller).Observe(after.Seconds())
+}
+
+// condition records which condition of key is True ("" when the object is gone) in convergo_objects.
+func (m *reconcilerMetrics) condition(key types.NamespacedName, cond string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	before, had := m.conditions[key]
+	if had && before == cond {
+		return
+	}
+	if had {
+		objectsByCondition.WithLabelValues(m.controller, before).Dec()
+	}
+	if cond == "" {
+		delete(m.conditions, key)
+		return
+	}
+	m.conditions[key] = cond
+	objectsByCondition.WithLabelValues(m.controller, cond).Inc()
 }
 
 func (m *reconcilerMetrics) childOperation(kind, op string) {

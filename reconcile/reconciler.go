@@ -291,6 +291,7 @@ func (r *Reconciler[T]) reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	r.wake.remember(judging, out.graph, out.result)
 	r.recordChildren(obj, out)
 	changed := r.setConditions(obj, out)
+	r.countCondition(obj)
 	wrote, err := r.patchStatus(ctx, obj, before)
 	if err != nil {
 		r.result(ctx, resultError)
@@ -309,6 +310,7 @@ func (r *Reconciler[T]) get(ctx context.Context, req ctrl.Request) (T, error) {
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forgetDeletion(req.NamespacedName)
+			r.metrics.condition(req.NamespacedName, "")
 			return zero, nil
 		}
 		return zero, fmt.Errorf("get %s %s: %w", r.gvk.Kind, req.NamespacedName, err)
@@ -559,4 +561,17 @@ func (r *Reconciler[T]) finish(ctx context.Context, log logr.Logger, obj T, out 
 		}
 		return later(ctx, r.nextLook(), triggerInterval), nil
 	}
+}
+
+// countCondition records in convergo_objects which of Ready, Reconciling and Stalled obj's conditions
+// say is True.
+func (r *Reconciler[T]) countCondition(obj T) {
+	cond := "Unknown"
+	for _, c := range []string{status.Stalled, status.Reconciling, status.Ready} {
+		if status.IsTrue(obj, c) {
+			cond = c
+			break
+		}
+	}
+	r.metrics.condition(client.ObjectKeyFromObject(obj), cond)
 }

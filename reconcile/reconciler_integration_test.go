@@ -272,6 +272,8 @@ func metricValue(t *testing.T, name string, want map[string]string) float64 {
 				sum += m.GetCounter().GetValue()
 			case m.GetGauge() != nil:
 				sum += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil: // the number of observations
+				sum += float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}

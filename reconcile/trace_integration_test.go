@@ -122,3 +122,52 @@ func TestIntegrationReconcilerTrace(t *testing.T) {
 		t.Errorf("the repair (-want +got):\n%s", diff)
 	}
 }
+
+// TestIntegrationReconcilerMetrics: the metrics answer an operator's questions about one Widget's
+// life: which condition it holds (convergo_objects), which node wrote what (convergo_node_writes_total,
+// a repaired drift counted as Updated), why reconciles ran (convergo_reconcile_triggers_total) and how
+// long its deletion took (convergo_deletion_duration_seconds).
+func TestIntegrationReconcilerMetrics(t *testing.T) {
+	wt := newWidgetTest(t)
+	c := wt.name
+	w := wt.create(t, "measured", testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
+	wt.annotateReadyWhenCreated(t, "measured-config")
+	wt.waitWidget(t, w, "Ready", isReady)
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		got := metricValue(t, "convergo_objects", map[string]string{"controller": c, "condition": "Ready"})
+		return got == 1, fmt.Sprintf("convergo_objects{condition=Ready} = %v, want 1", got)
+	})
+	cm := &corev1.ConfigMap{}
+	if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: "measured-config"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["k"] = "changed by hand"
+	if err := wt.client.Update(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		got := metricValue(t, "convergo_node_writes_total", map[string]string{"controller": c, "node": "config", "operation": "Updated"})
+		return got == 1, fmt.Sprintf("convergo_node_writes_total{node=config,operation=Updated} = %v, want 1 (the repair)", got)
+	})
+	type figures struct{ CreatedConfig, CreatedDerived, ByCreation, ByChild float64 }
+	got := figures{
+		metricValue(t, "convergo_node_writes_total", map[string]string{"controller": c, "node": "config", "operation": "Created"}),
+		metricValue(t, "convergo_node_writes_total", map[string]string{"controller": c, "node": "derived", "operation": "Created"}),
+		metricValue(t, "convergo_reconcile_triggers_total", map[string]string{"controller": c, "trigger": "created"}),
+		min(metricValue(t, "convergo_reconcile_triggers_total", map[string]string{"controller": c, "trigger": "child"}), 1),
+	}
+	if diff := cmp.Diff(figures{1, 1, 1, 1}, got); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+
+	if err := wt.client.Delete(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForDeletion(t, wt.client, w, time.Minute)
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		deletions := metricValue(t, "convergo_deletion_duration_seconds", map[string]string{"controller": c})
+		ready := metricValue(t, "convergo_objects", map[string]string{"controller": c, "condition": "Ready"})
+		deleting := metricValue(t, "convergo_objects", map[string]string{"controller": c, "condition": "Reconciling"})
+		return deletions == 1 && ready == 0 && deleting == 0, fmt.Sprintf("deletions timed %v, objects Ready %v, Reconciling %v; want 1, 0, 0", deletions, ready, deleting)
+	})
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -475,5 +477,35 @@ func TestRenderExternalNode(t *testing.T) {
 	}
 	if !strings.Contains(g.DOT(nil), `"db" [label="db\nmem.thing", shape=cylinder];`) {
 		t.Errorf("DOT lacks the external node's cylinder:\n%s", g.DOT(nil))
+	}
+}
+
+// TestExternalCallsTimed: each call to an external system is counted, by kind, step and result, in
+// convergo_external_call_duration_seconds.
+func TestExternalCallsTimed(t *testing.T) {
+	count := func(step, result string) uint64 {
+		m := &dto.Metric{}
+		if err := externalCallSeconds.WithLabelValues("mem.thing", step, result).(prometheus.Histogram).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	f := newExternalFixture(t)
+	before := [3]uint64{count("observe", "ok"), count("apply", "ok"), count("observe", "error")}
+	g := New()
+	AddExternal(g, "db", f.s, "timed-db", "v1")
+	if _, err := g.Apply(t.Context(), f.a, f.owner); err != nil {
+		t.Fatal(err)
+	}
+	f.s.mu.Lock()
+	f.s.fail = errors.New("down")
+	f.s.mu.Unlock()
+	if _, err := g.Apply(t.Context(), f.a, f.owner); err == nil {
+		t.Fatal("Apply with the system down succeeded")
+	}
+	got := [3]uint64{count("observe", "ok") - before[0], count("apply", "ok") - before[1], count("observe", "error") - before[2]}
+	// Created: observe, apply, observe again; then one failed observe.
+	if diff := cmp.Diff([3]uint64{2, 1, 1}, got); diff != "" {
+		t.Errorf("timed calls (-want +got):\n%s", diff)
 	}
 }
