@@ -35,7 +35,9 @@ func ExampleWithTracerProvider() {
 	// The API requests of the manager's client nest under the reconcile's span when its rest.Config's
 	// transport is wrapped, client-go's own extension point: cfg := ctrl.GetConfigOrDie(), then
 	cfg := &rest.Config{Host: "https://127.0.0.1:6443"}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(tp)) })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(tp))
+	})
 
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
