@@ -1,13 +1,12 @@
 package reconcile
 
 import (
-	"errors"
 	"sync"
 	"time"
 
+	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Reconcile results counted in convergo_reconcile_results_total.
@@ -71,14 +70,8 @@ var (
 // someone else registered under the same name is left in place.
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
-		for _, c := range []prometheus.Collector{childOperationsTotal, reconcileResultsTotal, finalizingObjects, deletionStepsTotal, reconcileTriggersTotal, nodeWritesTotal, deletionSeconds, objectsByCondition} {
-			if err := metrics.Registry.Register(c); err != nil {
-				var already prometheus.AlreadyRegisteredError
-				if !errors.As(err, &already) {
-					panic(err) // an invalid collector is a programming error
-				}
-			}
-		}
+		telemetry.Register(childOperationsTotal, reconcileResultsTotal, finalizingObjects, deletionStepsTotal, reconcileTriggersTotal,
+			nodeWritesTotal, deletionSeconds, objectsByCondition)
 	})
 }
 

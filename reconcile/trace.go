@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/convergo-dev/convergo/finalizer"
+	"github.com/convergo-dev/convergo/internal/telemetry"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -96,13 +96,7 @@ func span(ctx context.Context, name string) (context.Context, trace.Span) {
 }
 
 // endSpan records err, if any, on sp and ends it.
-func endSpan(sp trace.Span, err error) {
-	if err != nil {
-		sp.RecordError(err)
-		sp.SetStatus(codes.Error, err.Error())
-	}
-	sp.End()
-}
+func endSpan(sp trace.Span, err error) { telemetry.EndSpan(sp, err) }
 
 // ensureFinalizer adds the finalizer when missing (no request when present), in a span.
 func (r *Reconciler[T]) ensureFinalizer(ctx context.Context, obj T) error {

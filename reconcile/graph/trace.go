@@ -2,14 +2,12 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -47,13 +45,7 @@ func endChildSpan(span trace.Span, cr ChildResult, err error) {
 }
 
 // endSpan records err, if any, on span and ends it.
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
+func endSpan(span trace.Span, err error) { telemetry.EndSpan(span, err) }
 
 // deleteAttrs are the attributes of a delete step's span.
 func deleteAttrs(step apply.DeleteStep) []attribute.KeyValue {
@@ -67,14 +59,7 @@ var externalCallSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.001, 4, 8), // 1 ms to 16 s
 }, []string{"kind", "step", "result"})
 
-func init() {
-	if err := metrics.Registry.Register(externalCallSeconds); err != nil {
-		var already prometheus.AlreadyRegisteredError
-		if !errors.As(err, &already) {
-			panic(err) // an invalid collector is a programming error
-		}
-	}
-}
+func init() { telemetry.Register(externalCallSeconds) }
 
 // traced runs one call to an external system as a span ("<kind> <step>") and counts its latency.
 func traced[R any](ctx context.Context, kind, step, id string, call func(context.Context) (R, error)) (R, error) {
