@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -622,12 +623,16 @@ func bump(t *testing.T, c client.Client, ns string, labels map[string]string, me
 		if l != member {
 			continue
 		}
-		w := &testapi.Widget{}
-		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
-			t.Fatal(err)
-		}
-		w.Spec.Data["bumped"] = "yes"
-		if err := c.Update(t.Context(), w); err != nil {
+		// The survivors relabel the Widget meanwhile (a take-over): read again on a conflict.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			w := &testapi.Widget{}
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+				return err
+			}
+			w.Spec.Data["bumped"] = "yes"
+			return c.Update(t.Context(), w)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/internal/procstat"
 )
 
@@ -248,6 +249,12 @@ func TestKillAndStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-srv.pm.exited // the package reaps it; Start cleans up after it
+			// The backends outlive the postmaster until they notice its death; one that reads the
+			// test's COMMIT first commits it. Wait until they are gone, as after a real crash.
+			harness.Eventually(t, time.Minute, func() (bool, string) {
+				left, err := processesIn(srv.DataDir())
+				return err == nil && len(left) == 0, fmt.Sprintf("server processes %v (%v) outlive the postmaster", left, err)
+			})
 		},
 	}
 	for name, crash := range cases {
