@@ -134,7 +134,3 @@ type DatabaseList struct {
 	// Items are the Databases.
 	Items []Database `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Database{}, &DatabaseList{})
-}

@@ -147,7 +147,3 @@ type MemcachedList struct {
 	// Items are the caches.
 	Items []Memcached `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Memcached{}, &MemcachedList{})
-}

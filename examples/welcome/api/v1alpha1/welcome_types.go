@@ -198,7 +198,3 @@ type WelcomeList struct {
 	// Items are the sites.
 	Items []Welcome `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Welcome{}, &WelcomeList{})
-}
