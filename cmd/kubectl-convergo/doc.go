@@ -8,10 +8,13 @@
 // its children in the order of its graph:
 //
 //	Welcome demo/alice: Ready=True (Reconciled) all 3 children ready
-//	NODE        DEPENDS ON  KIND        NAME        READY  CHECK                REASON
-//	page                    ConfigMap   demo/alice  True   exists
-//	service                 Service     demo/alice  True   ServiceReady
-//	deployment  page        Deployment  demo/alice  True   DeploymentAvailable
+//	NODE        DEPENDS ON  KIND        NAME        READY  WRITTEN               CHECK                REASON
+//	page                    ConfigMap   demo/alice  True   2026-12-06T10:00:00Z  exists
+//	service                 Service     demo/alice  True   2026-12-06T10:00:00Z  ServiceReady
+//	deployment  page        Deployment  demo/alice  True   2026-12-06T10:00:01Z  DeploymentAvailable
+//
+// WRITTEN is the child's last server-side apply, from its managedFields (the operator writes children
+// only by applying; -o json names the field manager too).
 //
 // The resource is a resource name as kubectl takes it (plural, singular or short, optionally with its
 // group: welcomes.web.convergo.dev). The children are the objects of every kind the user may list

@@ -1,5 +1,7 @@
 package main
 
+import "time"
+
 // Tree is what `kubectl convergo tree` shows: an object and its children in graph order.
 type Tree struct {
 	// Owner is the object asked for.
@@ -59,6 +61,15 @@ type Child struct {
 	Check string `json:"check"`
 	// Reason says why the child is not ready.
 	Reason string `json:"reason,omitempty"`
+	// Written is the child's last server-side apply (Convergo writes only by applying), from its
+	// managedFields; nil when none is recorded.
+	Written *Write `json:"written,omitempty"`
+}
+
+// Write is a field manager's last write of an object.
+type Write struct {
+	Manager string    `json:"manager"`
+	Time    time.Time `json:"time"`
 }
 
 // namespacedName is "namespace/name", or the name of a cluster-scoped object.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/convergo-dev/convergo/reconcile/graph"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -27,7 +28,22 @@ func childOf(obj *unstructured.Unstructured) Child {
 		}
 	}
 	c.Ready, c.Check, c.Reason = judge(obj)
+	c.Written = lastApply(obj)
 	return c
+}
+
+// lastApply returns the latest server-side apply recorded in obj's managedFields, nil when none is.
+func lastApply(obj *unstructured.Unstructured) *Write {
+	var last *Write
+	for _, e := range obj.GetManagedFields() {
+		if e.Operation != metav1.ManagedFieldsOperationApply || e.Time == nil {
+			continue
+		}
+		if last == nil || e.Time.After(last.Time) {
+			last = &Write{Manager: e.Manager, Time: e.Time.UTC()}
+		}
+	}
+	return last
 }
 
 // inGraphOrder returns the children in the order of their graph: layer by layer as Graph.Layers

@@ -2,8 +2,11 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestChildOf(t *testing.T) {
@@ -118,6 +121,37 @@ func TestOwnerOf(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ownerOf(object(t, tc.manifest))); diff != "" {
 				t.Errorf("ownerOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLastApply(t *testing.T) {
+	at := func(h int) *metav1.Time {
+		tm := metav1.NewTime(time.Date(2026, 12, 6, h, 0, 0, 0, time.UTC))
+		return &tm
+	}
+	cases := map[string]struct {
+		fields []metav1.ManagedFieldsEntry
+		want   *Write
+	}{
+		"none": {},
+		"the latest apply, not a later update": {
+			fields: []metav1.ManagedFieldsEntry{
+				{Manager: "welcome", Operation: metav1.ManagedFieldsOperationApply, Time: at(9)},
+				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(11)},
+				{Manager: "welcome-v2", Operation: metav1.ManagedFieldsOperationApply, Time: at(10)},
+			},
+			want: &Write{Manager: "welcome-v2", Time: at(10).Time},
+		},
+		"an apply without a time": {fields: []metav1.ManagedFieldsEntry{{Manager: "welcome", Operation: metav1.ManagedFieldsOperationApply}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obj := &unstructured.Unstructured{}
+			obj.SetManagedFields(tc.fields)
+			if diff := cmp.Diff(tc.want, lastApply(obj)); diff != "" {
+				t.Errorf("lastApply (-want +got):\n%s", diff)
 			}
 		})
 	}

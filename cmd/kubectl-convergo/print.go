@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // noNode is the NODE of a child that does not record its node.
@@ -39,7 +40,7 @@ func printTable(w io.Writer, t *Tree) error {
 	}
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tDEPENDS ON\tKIND\tNAME\tREADY\tCHECK\tREASON")
+	fmt.Fprintln(tw, "NODE\tDEPENDS ON\tKIND\tNAME\tREADY\tWRITTEN\tCHECK\tREASON")
 	unrecorded := false
 	for _, c := range t.Children {
 		node := c.Node
@@ -50,8 +51,12 @@ func printTable(w io.Writer, t *Tree) error {
 		if c.Ready {
 			ready = "True"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", node, strings.Join(c.DependsOn, ","), c.Kind,
-			namespacedName(c.Namespace, c.Name), ready, c.Check, c.Reason)
+		written := "-"
+		if c.Written != nil {
+			written = c.Written.Time.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", node, strings.Join(c.DependsOn, ","), c.Kind,
+			namespacedName(c.Namespace, c.Name), ready, written, c.Check, c.Reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print tree: %w", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -21,17 +22,18 @@ func TestPrintTable(t *testing.T) {
 					return o
 				}(),
 				Children: []Child{
-					{Node: "page", Kind: "ConfigMap", Namespace: "demo", Name: "alice", Ready: true, Check: "exists"},
+					{Node: "page", Kind: "ConfigMap", Namespace: "demo", Name: "alice", Ready: true, Check: "exists",
+						Written: &Write{Manager: "welcome", Time: time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)}},
 					{Node: "deployment", DependsOn: []string{"page", "secret"}, Kind: "Deployment", Namespace: "demo", Name: "alice",
 						Check: "DeploymentAvailable", Reason: "1/2 replicas available"},
 					{Kind: "ClusterRole", Name: "alice-reader", Ready: true, Check: "exists"},
 				},
 			},
 			want: `Welcome demo/alice: Ready=False (WaitingForDependencies) deployment: 1/2 replicas available
-NODE        DEPENDS ON   KIND         NAME          READY  CHECK                REASON
-page                     ConfigMap    demo/alice    True   exists
-deployment  page,secret  Deployment   demo/alice    False  DeploymentAvailable  1/2 replicas available
-<none>                   ClusterRole  alice-reader  True   exists
+NODE        DEPENDS ON   KIND         NAME          READY  WRITTEN               CHECK                REASON
+page                     ConfigMap    demo/alice    True   2026-12-06T10:00:00Z  exists
+deployment  page,secret  Deployment   demo/alice    False  -                     DeploymentAvailable  1/2 replicas available
+<none>                   ClusterRole  alice-reader  True   -                     exists
 <none>: the child records no graph node (applied without a Graph, or not reconciled since an upgrade); listed last.
 `,
 		},
@@ -41,8 +43,8 @@ deployment  page,secret  Deployment   demo/alice    False  DeploymentAvailable  
 				External: []External{{Node: "role", Kind: "postgres.role", ID: "demo_orders"}, {Node: "database", Kind: "postgres.database", ID: "demo_orders", Keep: true}},
 			},
 			want: `Welcome demo/alice: no Ready condition
-NODE         DEPENDS ON  KIND    NAME                     READY  CHECK   REASON
-credentials  database    Secret  demo/orders-credentials  True   exists
+NODE         DEPENDS ON  KIND    NAME                     READY  WRITTEN  CHECK   REASON
+credentials  database    Secret  demo/orders-credentials  True   -        exists
 EXTERNAL NODE  KIND               ID           ON DELETE
 role           postgres.role      demo_orders  delete
 database       postgres.database  demo_orders  keep

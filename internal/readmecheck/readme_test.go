@@ -63,8 +63,36 @@ func TestReadmeCompiles(t *testing.T) {
 	if end := strings.Count(string(readme[:blocks[0][1]]), "\n") + 1; !strings.HasPrefix(first, "package main\n") || end > 60 {
 		t.Errorf("README.md's first Go block is not a complete program ending by line 60 (it ends at line %d)", end)
 	}
+	buildBlocks(t, root, "README.md", readme, blocks)
+}
+
+// TestMigratingCompiles builds each Go block of docs/migrating.md, as TestReadmeCompiles does the
+// README's: the steps and the end state of moving a kubebuilder controller to Convergo.
+func TestMigratingCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds programs with the go command")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "migrating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlock.FindAllSubmatchIndex(doc, -1)
+	if len(blocks) < 3 {
+		t.Fatalf("docs/migrating.md has %d Go blocks, want the status methods, the children and the end state", len(blocks))
+	}
+	buildBlocks(t, root, "docs/migrating.md", doc, blocks)
+}
+
+// buildBlocks builds each Go block (at blocks, as goBlock finds them) of the Markdown file name: a
+// complete program as it is, a block of methods with methodsPrelude.
+func buildBlocks(t *testing.T, root, name string, md []byte, blocks [][]int) {
+	t.Helper()
 	for i, b := range blocks {
-		src := string(readme[b[2]:b[3]])
+		src := string(md[b[2]:b[3]])
 		if !strings.HasPrefix(src, "package ") {
 			src = methodsPrelude + src
 		}
@@ -81,8 +109,8 @@ func TestReadmeCompiles(t *testing.T) {
 		cmd := exec.CommandContext(t.Context(), "go", "build", "-o", os.DevNull, ".")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			line := strings.Count(string(readme[:b[2]]), "\n") + 1
-			t.Errorf("README.md's Go block %d (line %d) does not build: %v\n%s", i+1, line, err, out)
+			line := strings.Count(string(md[:b[2]]), "\n") + 1
+			t.Errorf("%s's Go block %d (line %d) does not build: %v\n%s", name, i+1, line, err, out)
 		}
 	}
 }
