@@ -55,7 +55,7 @@ func (s *Server) start(ctx context.Context) error {
 	cmd.Env = s.env
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	// Its own session, as pg_ctl would: a terminal's Ctrl-C reaches the test binary, not the server.
+	// Detached from the terminal (setsid), as pg_ctl does: a Ctrl-C reaches the test binary, not the server.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: s.cred}
 	if err := cmd.Start(); err != nil {
 		return fail(err)
