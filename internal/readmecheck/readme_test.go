@@ -114,3 +114,56 @@ func buildBlocks(t *testing.T, root, name string, md []byte, blocks [][]int) {
 		}
 	}
 }
+
+// citedTest finds a test or example function named in backquotes in Markdown.
+var citedTest = regexp.MustCompile("`((?:Test|Example|Benchmark|Fuzz)[A-Za-z0-9_]*)`")
+
+// TestDocsCiteRealTests checks that every test the README and docs/*.md name in backquotes (they cite
+// tests as the proof of what they say) is a test function of the repository: a renamed or deleted
+// test leaves the docs claiming a proof that no longer runs.
+func TestDocsCiteRealTests(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append(docs, filepath.Join(root, "README.md"), filepath.Join(root, "bench", "results", "README.md"))
+	funcs := map[string]bool{}
+	testFunc := regexp.MustCompile(`(?m)^func ((?:Test|Example|Benchmark|Fuzz)[A-Za-z0-9_]*)\(`)
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin"):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		for _, m := range testFunc.FindAllSubmatch(src, -1) {
+			funcs[string(m[1])] = true
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !funcs["TestDocsCiteRealTests"] {
+		t.Fatal("the walk missed this very test: it reads no test file")
+	}
+	for _, doc := range docs {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range citedTest.FindAllSubmatch(text, -1) {
+			if name := string(m[1]); !funcs[name] {
+				rel, _ := filepath.Rel(root, doc)
+				t.Errorf("%s cites %s, which no test file declares", rel, name)
+			}
+		}
+	}
+}
