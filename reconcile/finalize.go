@@ -15,6 +15,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/finalizer"
+	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/status"
@@ -56,7 +57,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	fctx, sp := span(ctx, "cleanup and finalizer")
 	done, err := finalizer.Finalize(fctx, r.client, obj, r.finalizer, cleanup, finalizer.WithAPIReader(r.apiReader))
 	sp.SetAttributes(attribute.Bool("convergo.done", done))
-	endSpan(sp, err)
+	telemetry.EndSpan(sp, err)
 	if done {
 		// A reconcile that still reads the version from before the removal works on its answer
 		// (no finalizer: nothing to do) instead of sending the removal again.

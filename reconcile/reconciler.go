@@ -28,6 +28,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
@@ -336,7 +337,7 @@ func (r *Reconciler[T]) patchStatus(ctx context.Context, obj, before T) (bool, e
 		r.wrote(rv, obj)
 	}
 	sp.SetAttributes(attribute.Bool("convergo.written", wrote))
-	endSpan(sp, err)
+	telemetry.EndSpan(sp, err)
 	return wrote, err
 }
 

@@ -72,7 +72,7 @@ func (r *Reconciler[T]) endReconcile(ctx context.Context, span trace.Span, tr tr
 	if res.RequeueAfter > 0 {
 		span.SetAttributes(attrRequeue.String(res.RequeueAfter.String()))
 	}
-	endSpan(span, err)
+	telemetry.EndSpan(span, err)
 	r.metrics.trigger(tr.why)
 	log := loggerOf(ctx).WithValues("trigger", tr.why, "duration", time.Since(began).Round(time.Microsecond).String())
 	if tr.detail != "" {
@@ -92,17 +92,14 @@ func (r *Reconciler[T]) result(ctx context.Context, result string) {
 
 // span starts a span of a step of the reconcile (the status patch, the finalizer).
 func span(ctx context.Context, name string) (context.Context, trace.Span) {
-	return trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName).Start(ctx, name)
+	return telemetry.StartSpan(ctx, tracerName, name)
 }
-
-// endSpan records err, if any, on sp and ends it.
-func endSpan(sp trace.Span, err error) { telemetry.EndSpan(sp, err) }
 
 // ensureFinalizer adds the finalizer when missing (no request when present), in a span.
 func (r *Reconciler[T]) ensureFinalizer(ctx context.Context, obj T) error {
 	ctx, sp := span(ctx, "finalizer")
 	added, err := finalizer.Ensure(ctx, r.client, obj, r.finalizer, finalizer.WithAPIReader(r.apiReader))
 	sp.SetAttributes(attribute.Bool("convergo.added", added))
-	endSpan(sp, err)
+	telemetry.EndSpan(sp, err)
 	return err
 }

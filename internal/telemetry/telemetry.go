@@ -1,13 +1,21 @@
 package telemetry
 
 import (
+	"context"
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
+
+// StartSpan starts the span name under the span in ctx, from that span's tracer provider and with the
+// tracer named tracer: called without a span in ctx (no tracing), it starts a no-op span.
+func StartSpan(ctx context.Context, tracer, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return trace.SpanFromContext(ctx).TracerProvider().Tracer(tracer).Start(ctx, name, trace.WithAttributes(attrs...))
+}
 
 // EndSpan records err, if any, on span (as an event and the span's status) and ends it.
 func EndSpan(span trace.Span, err error) {

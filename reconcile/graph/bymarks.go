@@ -31,10 +31,12 @@ func DeleteByMarks(ctx context.Context, a *apply.Applier, owner client.Object, t
 		return &DeleteResult{}, rec.err
 	}
 	externals := rec.list()
-	var children []client.Object
+	// Whether each child, then each external object, is due, as the children that exist when this
+	// pass begins hold them back (even those this pass deletes: the next pass looks again).
+	var due []bool
 	order := func(live []client.Object) []bool {
-		children = live
-		return dueByMarks(markedChildren(live), markedExternals(externals))[:len(live)]
+		due = dueByMarks(markedChildren(live), markedExternals(externals))
+		return due[:len(live)]
 	}
 	owned, err := a.DeleteOwned(ctx, owner, apply.OwnedScope{FromAPIServer: true, Order: order}, types...)
 	res := &DeleteResult{Waiting: owned.Waiting}
@@ -44,9 +46,7 @@ func DeleteByMarks(ctx context.Context, a *apply.Applier, owner client.Object, t
 	if err != nil {
 		return res, err
 	}
-	// The children that existed when this pass began still hold back what they depend on, even if
-	// this pass deleted them: the next pass looks again.
-	due := dueByMarks(markedChildren(children), markedExternals(externals))[len(children):]
+	externalDue := due[len(due)-len(externals):]
 	var errs []error
 	for i, e := range externals {
 		name := fmt.Sprintf("%s: %s %s", e.Node, e.Kind, e.ID)
@@ -57,7 +57,7 @@ func DeleteByMarks(ctx context.Context, a *apply.Applier, owner client.Object, t
 			errs = append(errs, nodeError(e.Node, StepDelete, fmt.Errorf(
 				"external object %s is recorded on the owner but its kind %q is unknown without the graph: declare it with graph.WithExternalKinds (reconcile.WithExternalKinds for a Reconciler), or fix the spec", name, e.Kind)))
 			continue
-		case !due[i]:
+		case !externalDue[i]:
 			res.Waiting = append(res.Waiting, name)
 			continue
 		}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"go.opentelemetry.io/otel/attribute"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 )
 
@@ -72,13 +72,13 @@ func (g *Graph) Delete(ctx context.Context, a *apply.Applier, owner client.Objec
 			if gone[i], errs[i] = deleteExternal(ctx, rec, e.ops, e.id, e.keep); errs[i] != nil {
 				errs[i] = nodeError(order[i], StepDelete, fmt.Errorf("delete external node %q (%s %s): %w", order[i], e.ops.kind, e.id, errs[i]))
 			}
-			span.SetAttributes(attribute.Bool("convergo.gone", gone[i]))
-			endSpan(span, errs[i])
+			span.SetAttributes(attrGone.Bool(gone[i]))
+			telemetry.EndSpan(span, errs[i])
 			return
 		}
 		steps[i], errs[i] = a.Delete(ctx, owner, g.index[order[i]].obj)
 		span.SetAttributes(deleteAttrs(steps[i])...)
-		endSpan(span, errs[i])
+		telemetry.EndSpan(span, errs[i])
 		if errs[i] != nil {
 			errs[i] = nodeError(order[i], StepDelete, fmt.Errorf("delete child %q: %w", order[i], errs[i]))
 			return
@@ -135,6 +135,6 @@ func (g *Graph) Prune(ctx context.Context, a *apply.Applier, owner client.Object
 	ctx, span := startSpan(ctx, "prune")
 	pruned, err := a.Prune(ctx, owner, declared, types...)
 	span.SetAttributes(attrCount.Int(len(pruned)))
-	endSpan(span, err)
+	telemetry.EndSpan(span, err)
 	return pruned, err
 }

@@ -24,12 +24,13 @@ const (
 	attrKind      = attribute.Key("convergo.kind")
 	attrID        = attribute.Key("convergo.external.id")
 	attrCount     = attribute.Key("convergo.count")
+	attrGone      = attribute.Key("convergo.gone")
 )
 
-// startSpan starts a span under the span in ctx, from that span's tracer provider: a graph called
-// without a span in ctx (no tracing) starts no-op spans.
+// startSpan starts a span of the graph under the span in ctx: a graph called without a span in ctx
+// (no tracing) starts no-op spans.
 func startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName).Start(ctx, name, trace.WithAttributes(attrs...))
+	return telemetry.StartSpan(ctx, tracerName, name, attrs...)
 }
 
 // endChildSpan records a node's result on its span, and err, and ends it.
@@ -41,15 +42,12 @@ func endChildSpan(span trace.Span, cr ChildResult, err error) {
 	if cr.Reason != "" {
 		span.SetAttributes(attrReason.String(cr.Reason))
 	}
-	endSpan(span, err)
+	telemetry.EndSpan(span, err)
 }
-
-// endSpan records err, if any, on span and ends it.
-func endSpan(span trace.Span, err error) { telemetry.EndSpan(span, err) }
 
 // deleteAttrs are the attributes of a delete step's span.
 func deleteAttrs(step apply.DeleteStep) []attribute.KeyValue {
-	return []attribute.KeyValue{attribute.Bool("convergo.gone", step.Live == nil), attribute.Bool("convergo.delete_sent", step.Sent != nil)}
+	return []attribute.KeyValue{attrGone.Bool(step.Live == nil), attribute.Bool("convergo.delete_sent", step.Sent != nil)}
 }
 
 // externalCallSeconds is the latency of calls to external systems, by kind, step and result.
@@ -71,7 +69,7 @@ func traced[R any](ctx context.Context, kind, step, id string, call func(context
 		result = "error"
 	}
 	externalCallSeconds.WithLabelValues(kind, step, result).Observe(time.Since(began).Seconds())
-	endSpan(span, err)
+	telemetry.EndSpan(span, err)
 	return out, err
 }
 
