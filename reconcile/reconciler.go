@@ -253,6 +253,7 @@ func (r *Reconciler[T]) reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil || isZero(obj) {
 		return ctrl.Result{}, err
 	}
+	trace.SpanFromContext(ctx).SetAttributes(attrGeneration.Int64(obj.GetGeneration()))
 	obj, release, err := admit(ctx, r.gate, obj, func() (T, error) { return r.get(ctx, req) })
 	if err != nil {
 		return notEntered(err)

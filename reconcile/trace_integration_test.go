@@ -89,6 +89,9 @@ func TestIntegrationReconcilerTrace(t *testing.T) {
 				children = append(children, c.Name())
 			}
 		}
+		if g := spanAttr(s, "k8s.object.generation"); g != "1" {
+			t.Errorf("reconcile span's k8s.object.generation = %q, want 1", g)
+		}
 		reconciles = append(reconciles, fmt.Sprintf("%s %s %s: %s", spanAttr(s, "convergo.trigger"), spanAttr(s, "convergo.trigger.object"),
 			spanAttr(s, "convergo.result"), strings.Join(children, ", ")))
 	}
