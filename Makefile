@@ -54,7 +54,7 @@ cgo: ## Install Debian's gcc if Go's C compiler is missing (the race detector ne
 	$(call need-command,"$$($(GO) env CC)",gcc,go test -race needs cgo and so a C compiler)
 
 .PHONY: assets
-assets: ## Build or locate every test binary (kube-apiserver, etcd, controller-manager, scheduler, kwok, kubectl).
+assets: ## Build or locate every test binary (kube-apiserver, etcd, controller-manager, scheduler, kwok, kubectl, jaeger).
 	$(ASSETS) -components all
 
 .PHONY: generate
@@ -140,7 +140,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (never part of make test; seeds
 	$(GO) test ./status/ -run '^$$' -fuzz '^FuzzPatchDelta$$' -fuzztime $(FUZZTIME)
 
 .PHONY: demo
-demo: postgresql assets ## Start a local cluster and a private PostgreSQL, run the three example operators and show them converge (ARGS=--keep keeps it; ARGS=--serve-page serves the Welcome page).
+demo: postgresql assets ## Start a local cluster and a private PostgreSQL, run the three example operators and show them converge, their traces in a private Jaeger (ARGS=--keep keeps it; ARGS=--serve-page serves the Welcome page).
 	$(GO) run ./examples/demo $(ARGS)
 
 # make deploy / undeploy: EXAMPLE is one of $(EXAMPLES) (or use deploy-<example>, undeploy-<example>).

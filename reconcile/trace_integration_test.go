@@ -21,6 +21,7 @@ import (
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/testing/harness"
+	"github.com/convergo-dev/convergo/testing/jaeger"
 )
 
 // spanAttr returns the value of the attribute key of span, "" when it has none.
@@ -173,4 +174,73 @@ func TestIntegrationReconcilerMetrics(t *testing.T) {
 		deleting := metricValue(t, "convergo_objects", map[string]string{"controller": c, "condition": "Reconciling"})
 		return deletions == 1 && ready == 0 && deleting == 0, fmt.Sprintf("deletions timed %v, objects Ready %v, Reconciling %v; want 1, 0, 0", deletions, ready, deleting)
 	})
+}
+
+// TestIntegrationReconcilerTraceInJaeger: the spans reach a real trace backend whole. A Widget's
+// reconciles are traced to a private Jaeger over OTLP and read back through its query API: the
+// reconcile of the Widget's creation is a root span named for the controller with trigger
+// "created"; the finalizer, node and status spans are its children; in the reconcile config's
+// readiness brought (trigger "child", naming config), which creates derived, "apply config" ends
+// before "apply derived" starts.
+func TestIntegrationReconcilerTraceInJaeger(t *testing.T) {
+	j := jaeger.Start(t)
+	tp := j.TracerProvider(t, "widget-operator")
+	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{}, reconcile.WithTracerProvider(tp))
+	w := wt.create(t, "jaeger", testapi.WidgetSpec{Data: map[string]string{"k": "v"}})
+	wt.annotateReadyWhenCreated(t, "jaeger-config")
+	wt.waitWidget(t, w, "Ready", isReady)
+	if err := tp.ForceFlush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	// isReconcile matches the root span of one of this Widget's reconciles with trigger.
+	isReconcile := func(trigger string) func(jaeger.Span) bool {
+		return func(s jaeger.Span) bool {
+			return s.Name == wt.name && s.ParentID == "" && s.Attributes["k8s.object.name"] == "jaeger" &&
+				s.Attributes["convergo.trigger"] == trigger
+		}
+	}
+	var created, child jaeger.Trace
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		traces, err := j.Traces(t.Context(), "widget-operator")
+		if err != nil {
+			return false, err.Error()
+		}
+		created, child = jaeger.Trace{}, jaeger.Trace{}
+		for _, tr := range traces {
+			if _, ok := tr.Find(isReconcile("created")); ok && created.ID == "" {
+				created = tr
+			}
+			if _, ok := tr.Find(func(s jaeger.Span) bool {
+				return s.Name == "apply derived" && s.Attributes["convergo.operation"] == "Created"
+			}); ok {
+				if _, ok := tr.Find(isReconcile("child")); ok {
+					child = tr
+				}
+			}
+		}
+		return created.ID != "" && child.ID != "", fmt.Sprintf("%d traces; none yet of the creation's reconcile and of the one creating derived", len(traces))
+	})
+	t.Logf("the reconcile a child's readiness brought, as Jaeger holds it:\n%s", child.Tree("convergo.trigger", "convergo.trigger.object", "convergo.result", "convergo.operation"))
+
+	root, _ := created.Find(isReconcile("created"))
+	var names []string
+	for _, s := range created.Children(root.ID) {
+		names = append(names, s.Name)
+	}
+	if diff := cmp.Diff([]string{"finalizer", "apply config", "status patch"}, names); diff != "" {
+		t.Errorf("spans under the creation's reconcile, by start (-want +got):\n%s", diff)
+	}
+	root, _ = child.Find(isReconcile("child"))
+	if got, want := root.Attributes["convergo.trigger.object"], "ConfigMap "+wt.ns+"/jaeger-config"; got != want {
+		t.Errorf("trigger object %q, want %q", got, want)
+	}
+	config, _ := child.Find(func(s jaeger.Span) bool { return s.Name == "apply config" })
+	derived, _ := child.Find(func(s jaeger.Span) bool { return s.Name == "apply derived" })
+	if config.ParentID != root.ID || derived.ParentID != root.ID {
+		t.Errorf("apply config's parent %q, apply derived's %q: want both the reconcile span %q", config.ParentID, derived.ParentID, root.ID)
+	}
+	if derived.Start.Before(config.End()) {
+		t.Errorf("apply derived started at %v, before apply config ended at %v", derived.Start, config.End())
+	}
 }

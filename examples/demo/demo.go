@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,6 +62,7 @@ type options struct {
 	timeout   time.Duration
 	runDir    string
 	servePage bool
+	traces    bool // send the operators' traces to a private Jaeger and show one
 	pagePort  *int // the local port of the page; nil: the port the operator rendered
 	// openPage, when set with servePage, also opens the page at url and checks that it greets name
 	// (the test opens it in a browser). It is called after each start of the local web server.
@@ -79,6 +81,7 @@ type demo struct {
 	webLog  io.Writer // its log, with servePage
 	pg      *postgres.Server
 	pool    *pgxpool.Pool // pg's superuser postgres: the Database operator's, and the admin's
+	tracing *tracing      // nil without traces
 }
 
 func run(ctx context.Context, out io.Writer, opts options) error {
@@ -165,8 +168,26 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 			return fmt.Errorf("build scheme: %w", err)
 		}
 	}
+	// The operators' own copy of the configuration: with traces, their API requests are traced.
+	operatorConfig := rest.CopyConfig(c.Config)
+	var tr *tracing
+	if opts.traces {
+		jaegerLog := filepath.Join(runDir, "jaeger.log")
+		step(out, "Starting a private Jaeger for the operators' traces (testing/jaeger; log: "+relative(root, jaegerLog)+")")
+		f, err := os.Create(jaegerLog)
+		if err != nil {
+			return fmt.Errorf("create jaeger's log: %w", err)
+		}
+		defer f.Close()
+		var stopTracing func()
+		if tr, stopTracing, err = startTracing(ctx, f, operatorConfig); err != nil {
+			return err
+		}
+		defer stopTracing()
+		fmt.Fprintf(out, "  OTLP/HTTP at %s, query API at %s/api/traces?service=%s\n", tr.jaeger.OTLPEndpoint(), tr.jaeger.QueryURL(), traceService)
+	}
 	logPath := filepath.Join(runDir, "operators.log")
-	stopOperators, err := startOperators(c, scheme, logPath, databaseServer(pg, pool))
+	stopOperators, err := startOperators(operatorConfig, scheme, logPath, databaseServer(pg, pool))
 	if err != nil {
 		return err
 	}
@@ -182,7 +203,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err != nil {
 		return fmt.Errorf("create clientset: %w", err)
 	}
-	d := &demo{out: out, opts: opts, root: root, runDir: runDir, client: cl, clients: cs, web: web, webLog: webLog, pg: pg, pool: pool}
+	d := &demo{out: out, opts: opts, root: root, runDir: runDir, client: cl, clients: cs, web: web, webLog: webLog, pg: pg, pool: pool, tracing: tr}
 	if err := d.steps(ctx); err != nil {
 		return err
 	}
@@ -217,9 +238,10 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	return nil
 }
 
-// startOperators runs the Memcached, Welcome and Database controllers in one manager, logging to
-// logPath, the Database controller managing databases on server, and returns a function that stops it.
-func startOperators(c *cluster.Cluster, scheme *runtime.Scheme, logPath string, server database.Server) (func(), error) {
+// startOperators runs the Memcached, Welcome and Database controllers in one manager on cfg, logging
+// to logPath, the Database controller managing databases on server, and returns a function that
+// stops it.
+func startOperators(cfg *rest.Config, scheme *runtime.Scheme, logPath string, server database.Server) (func(), error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("create operator log: %w", err)
@@ -236,7 +258,7 @@ func startOperators(c *cluster.Cluster, scheme *runtime.Scheme, logPath string, 
 	welcome.CacheOptions(&opts.Cache)
 	// Not database.CacheOptions: it would cache only the Database operator's Secrets, and the Welcome
 	// controller in this manager reads every Secret's metadata (its password Secret is no child).
-	mgr, err := ctrl.NewManager(c.Config, opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -306,6 +328,11 @@ func (d *demo) steps(ctx context.Context) error {
 	}
 	if err := d.waitReady(ctx, map[string]int32{"Memcached/sessions": 5, "Welcome/alice": 4}); err != nil {
 		return err
+	}
+	if d.tracing != nil {
+		if err := d.showTrace(ctx, "alice"); err != nil {
+			return err
+		}
 	}
 	if d.opts.servePage {
 		if err := d.servePage(ctx); err != nil {

@@ -22,7 +22,8 @@ import (
 // password the admin changed, and on deletion revokes the grant, drops the database, then the role, and
 // removes its finalizer last. Each time the page is served, a subtest TestDemo/Chromium_<name> opens it
 // in headless Chromium (`apt-get install -y chromium`), checks that it greets the Welcome's name and
-// keeps a screenshot (see openInChromium). It needs every control-plane binary (`make assets`; `make
+// keeps a screenshot (see openInChromium). The operators' traces go to a private Jaeger, and the
+// reconcile that scaled the Welcome is read back from it, updating the Deployment under it. It needs every control-plane binary (`make assets`; `make
 // test` builds them first) and is skipped with -short.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
@@ -30,7 +31,7 @@ func TestDemo(t *testing.T) {
 	}
 	var out bytes.Buffer
 	opts := options{
-		nodes: 1, timeout: 3 * time.Minute, runDir: t.TempDir(),
+		nodes: 1, timeout: 3 * time.Minute, runDir: t.TempDir(), traces: true,
 		servePage: true, pagePort: ptr.To(0), // a free port: other tests may run beside this one
 		openPage: func(ctx context.Context, url, name string) error {
 			if !t.Run("Chromium "+name, func(t *testing.T) { openInChromium(ctx, t, url, name) }) {
@@ -46,6 +47,8 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Stalled=True (SecretNotFound)",
+		"The reconcile that scaled Welcome alice, as Jaeger holds it",
+		"apply deployment",
 		`(greets "Hello Alice")`,
 		`(greets "Hello Alice Liddell")`,
 		"(accepts the password from the Secret, which the demo never prints)",

@@ -17,7 +17,10 @@
 //     Welcome is Stalled (SecretNotFound) until its password Secret exists, which the demo then
 //     creates with a random password it never prints;
 //  2. prints a live status table (kind, name, ready replicas, conditions) until everything is Ready;
-//  3. scales both up and waits for Ready again;
+//  3. scales both up and waits for Ready again; the operators' traces go to a private Jaeger
+//     (testing/jaeger; --traces=false skips it), and the demo reads back and prints the span tree of
+//     the reconcile that scaled the Welcome: the reconcile, its trigger, the node spans with their
+//     verdicts and the API requests under them, and where to query every trace;
 //  4. with --serve-page, runs the Welcome's web server as a local process with the configuration the
 //     operator rendered (examples/welcome/localweb: the container's environment, the page from its
 //     ConfigMap, the password from its Secret), prints the URL and checks the page; then renames the

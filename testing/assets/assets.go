@@ -22,6 +22,9 @@ const (
 	EtcdVersion = "v3.7.0"
 	// KwokVersion is the kwok version (module sigs.k8s.io/kwok).
 	KwokVersion = "v0.8.0"
+	// JaegerVersion is the version of the jaeger trace backend (module github.com/jaegertracing/jaeger,
+	// its cmd/jaeger program: the all-in-one Jaeger v2, built on the OpenTelemetry Collector).
+	JaegerVersion = "v1.75.0"
 )
 
 // EnvAssets is the environment variable naming a directory of prebuilt binaries. It is consulted first,
@@ -45,13 +48,16 @@ const (
 	// Kubectl is kubectl of KubernetesVersion: what envtest's ControlPlane.KubeCtl() runs from the
 	// assets directory. No control plane needs it, so it is never built unless asked for.
 	Kubectl Component = "kubectl"
+	// Jaeger is the jaeger trace backend: it receives OTLP and answers queries (testing/jaeger starts
+	// it). No control plane needs it.
+	Jaeger Component = "jaeger"
 )
 
 // AllComponents returns every component Ensure can provide, in a stable order: the binaries of a full
-// local cluster (ClusterComponents), then kubectl. It is what "all" means to ParseComponents and
-// `make assets`.
+// local cluster (ClusterComponents), then kubectl and jaeger. It is what "all" means to
+// ParseComponents and `make assets`.
 func AllComponents() []Component {
-	return append(ClusterComponents(), Kubectl)
+	return append(ClusterComponents(), Kubectl, Jaeger)
 }
 
 // ClusterComponents returns the binaries a full local cluster (testing/cluster) runs: kube-apiserver,
@@ -101,6 +107,8 @@ func (c Component) Version() string {
 		return EtcdVersion
 	case Kwok:
 		return KwokVersion
+	case Jaeger:
+		return JaegerVersion
 	default:
 		return KubernetesVersion
 	}

@@ -24,6 +24,8 @@ func fakeVersionOutput(c Component) string {
 		return "kwok version v0.8.0 go1.26 (linux/amd64)"
 	case Kubectl:
 		return "Client Version: v1.37.0\nKustomize Version: v5.8.1"
+	case Jaeger:
+		return `{"gitCommit":"","gitVersion":"v1.75.0","buildDate":""}`
 	default:
 		return "Kubernetes v1.37.0"
 	}
@@ -34,8 +36,11 @@ func fakeVersionOutput(c Component) string {
 // --version flag.
 func fakeScript(c Component, output string, code int) string {
 	check := ""
-	if c == Kubectl {
+	switch c {
+	case Kubectl:
 		check = "[ \"$*\" = \"version --client\" ] || { echo 'error: unknown flag: '\"$1\" >&2; exit 1; }\n"
+	case Jaeger:
+		check = "[ \"$*\" = \"version\" ] || { echo 'Error: unknown flag: '\"$1\" >&2; exit 1; }\n"
 	}
 	return fmt.Sprintf("#!/bin/sh\n%scat <<'END'\n%s\nEND\nexit %d\n", check, output, code)
 }
@@ -139,7 +144,7 @@ func TestEnsureLookupOrder(t *testing.T) {
 		},
 		"setup-envtest lacking a component is skipped and only the missing are built": {
 			components: all, cache: []Component{KubeAPIServer, Etcd}, setupEnvtest: defaults,
-			wantDir: "cache", wantBuilt: []Component{KubeControllerManager, KubeScheduler, Kwok, Kubectl},
+			wantDir: "cache", wantBuilt: []Component{Jaeger, KubeControllerManager, KubeScheduler, Kwok, Kubectl},
 		},
 		"nothing anywhere builds the requested components only": {
 			components: defaults, wantDir: "cache", wantBuilt: []Component{Etcd, KubeAPIServer},
@@ -156,7 +161,13 @@ func TestEnsureLookupOrder(t *testing.T) {
 			components: all, cache: all, wantDir: "cache",
 		},
 		"kubectl missing from the cache is built alone": {
-			components: all, cache: ClusterComponents(), wantDir: "cache", wantBuilt: []Component{Kubectl},
+			components: all, cache: append(ClusterComponents(), Jaeger), wantDir: "cache", wantBuilt: []Component{Kubectl},
+		},
+		"jaeger missing from the cache is built alone": {
+			components: all, cache: append(ClusterComponents(), Kubectl), wantDir: "cache", wantBuilt: []Component{Jaeger},
+		},
+		"jaeger of another version in the cache is rebuilt": {
+			components: []Component{Jaeger}, badInCache: []Component{Jaeger}, wantDir: "cache", wantBuilt: []Component{Jaeger},
 		},
 		"kubectl of another version in the cache is rebuilt": {
 			components: []Component{KubeAPIServer, Etcd, Kubectl}, cache: defaults, badInCache: []Component{Kubectl},
@@ -375,7 +386,7 @@ func TestComponentSets(t *testing.T) {
 	if diff := cmp.Diff([]Component{KubeAPIServer, Etcd, KubeControllerManager, KubeScheduler, Kwok}, ClusterComponents()); diff != "" {
 		t.Errorf("ClusterComponents (-want +got): a full cluster runs these five and needs no kubectl:\n%s", diff)
 	}
-	if diff := cmp.Diff(append(ClusterComponents(), Kubectl), AllComponents()); diff != "" {
+	if diff := cmp.Diff(append(ClusterComponents(), Kubectl, Jaeger), AllComponents()); diff != "" {
 		t.Errorf("AllComponents (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]Component{KubeAPIServer, Etcd}, DefaultComponents()); diff != "" {
@@ -388,6 +399,8 @@ func TestComponentSets(t *testing.T) {
 			want = EtcdVersion
 		case Kwok:
 			want = KwokVersion
+		case Jaeger:
+			want = JaegerVersion
 		}
 		if got := c.Version(); got != want {
 			t.Errorf("%s.Version() = %s, want %s", c, got, want)

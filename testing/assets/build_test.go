@@ -113,6 +113,7 @@ func TestVersionCommand(t *testing.T) {
 		Etcd:                  {args: []string{"--version"}, text: "Version: 3.7.0"},
 		Kwok:                  {args: []string{"--version"}, text: "v0.8.0"},
 		Kubectl:               {args: []string{"version", "--client"}, text: "Client Version: v1.37.0"},
+		Jaeger:                {args: []string{"version"}, text: `"gitVersion":"v1.75.0"`},
 	}
 	for c, tc := range cases {
 		t.Run(string(c), func(t *testing.T) {

@@ -53,7 +53,7 @@ func ExampleParseComponents() {
 	_, err := assets.ParseComponents("kubelet")
 	fmt.Println(err)
 	// Output:
-	// [kube-apiserver etcd kube-controller-manager kube-scheduler kwok kubectl]
+	// [kube-apiserver etcd kube-controller-manager kube-scheduler kwok kubectl jaeger]
 	// [kube-apiserver etcd]
-	// unknown component "kubelet" (known: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok, kubectl, or all)
+	// unknown component "kubelet" (known: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok, kubectl, jaeger, or all)
 }

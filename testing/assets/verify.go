@@ -24,15 +24,21 @@ func versionText(c Component) string {
 		return KwokVersion
 	case Kubectl:
 		return "Client Version: " + KubernetesVersion
+	case Jaeger:
+		return `"gitVersion":"` + JaegerVersion + `"`
 	default:
 		return "Kubernetes " + KubernetesVersion
 	}
 }
 
-// versionArgs are the arguments that make c print its version: kubectl has no --version flag.
+// versionArgs are the arguments that make c print its version: kubectl and jaeger have no --version
+// flag.
 func versionArgs(c Component) []string {
-	if c == Kubectl {
+	switch c {
+	case Kubectl:
 		return []string{"version", "--client"}
+	case Jaeger:
+		return []string{"version"}
 	}
 	return []string{"--version"}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,6 +17,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -91,6 +95,20 @@ var implementations = map[string]bench.Implementation{
 		Install:     installFinalizerPolicy,
 		Description: "examples/welcome with controller-runtime's defaults: 1 worker, shared by deletions",
 	},
+	// Not measured by default: Convergo's operator as shipped, traced: every span recorded by the
+	// OpenTelemetry SDK and batched to an exporter that drops them (what tracing costs the operator,
+	// not the backend), its API requests traced through rest.Config.Wrap (-impl convergo,expert,convergo-traced).
+	"convergo-traced": {
+		Name: "convergo-traced", Setup: controller.Setup(reconcile.WithTracerProvider(benchTracerProvider)), Cache: controller.CacheOptions,
+		Install: installFinalizerPolicy,
+		Config: func(cfg *rest.Config) {
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+				return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(benchTracerProvider))
+			})
+		},
+		Description: "examples/welcome as shipped, traced: reconcile.WithTracerProvider with the OpenTelemetry SDK sampling every span, " +
+			"batched to an exporter that drops them; API requests traced through rest.Config.Wrap(otelhttp.NewTransport)",
+	},
 
 	// Not measured by default: the expert with responses uncompressed (rest.Config.DisableCompression,
 	// as kube-controller-manager sets it), what an expert who knew would add by hand
@@ -127,6 +145,9 @@ var implementations = map[string]bench.Implementation{
 		Description: "bench/baseline with 4 workers",
 	},
 }
+
+// benchTracerProvider records every span of convergo-traced and drops it once batched.
+var benchTracerProvider = sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 
 // setupExpert registers bench/expert's reconciler with mgr.
 func setupExpert(mgr manager.Manager) error {
@@ -169,7 +190,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.restarts, "restarts", bench.DefaultRestarts, "how many times each round restarts each manager, one after the other (and the receiver after each, with -floor); the round's restart figures are the medians")
 	fs.IntVar(&f.nodes, "nodes", 0, "number of fake nodes (0: sized for -n, at least 3)")
 	fs.StringVar(&f.impls, "impl", defaultImplementations, "comma-separated implementations to measure, in order: convergo, expert (hand-written by an expert; "+
-		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), convergo-1 (controller-runtime's defaults: 1 worker, shared by deletions), expert-plain (the expert with responses uncompressed), expert-apply (the expert writing with server-side applies)")
+		"when measured, the report's ratios are against it), baseline (the tutorial way), baseline-4 (the baseline with 4 workers), convergo-8 and convergo-20 (Convergo with 8 or 20 workers), convergo-shared (no places of its own for deletions), convergo-1 (controller-runtime's defaults: 1 worker, shared by deletions), convergo-traced (as shipped, every span recorded and API requests traced), expert-plain (the expert with responses uncompressed), expert-apply (the expert writing with server-side applies)")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the markdown table")
 	fs.StringVar(&f.out, "out", "", "directory to write <date>-n<N>.md and <date>-n<N>.json to (e.g. bench/results); nothing is written without it")
 	fs.DurationVar(&f.timeout, "timeout", bench.DefaultPhaseTimeout, "how long each phase may take")
