@@ -110,8 +110,8 @@ func TestIntegrationKeepOnDeleteWhateverTheCache(t *testing.T) {
 					t.Fatal(err)
 				}
 				if diff := cmp.Diff([]string{
-					"[convergo.dev/owner-group convergo.dev/owner-kind convergo.dev/owner-uid convergo.dev/deletion-policy convergo.dev/intent-hash convergo.dev/node convergo.dev/owner-name convergo.dev/owner-namespace]",
-					"[ownerRef convergo.dev/owner-uid convergo.dev/depends-on convergo.dev/intent-hash convergo.dev/node]"},
+					"[convergo.dev/owner-group convergo.dev/owner-kind convergo.dev/owner-uid convergo.dev/deletion-policy convergo.dev/intent-hash convergo.dev/node convergo.dev/owner-name convergo.dev/owner-namespace convergo.dev/written-for]",
+					"[ownerRef convergo.dev/owner-uid convergo.dev/depends-on convergo.dev/intent-hash convergo.dev/node convergo.dev/written-for]"},
 					[]string{ownedBy(data, w), ownedBy(app, w)}); diff != "" {
 					t.Errorf("round %d: before deletion, what data and app carry of the Widget (-want +got):\n%s", round, diff)
 				}

@@ -64,7 +64,11 @@ func (r *Reconciler[T]) startReconcile(ctx context.Context, req ctrl.Request, tr
 	if tr.detail != "" {
 		attrs = append(attrs, attrTriggerBy.String(tr.detail))
 	}
-	return r.tracer.Start(ctx, r.name, trace.WithAttributes(attrs...))
+	why := tr.why
+	if tr.detail != "" {
+		why += " " + tr.detail
+	}
+	return r.tracer.Start(telemetry.WithTrigger(ctx, why), r.name, trace.WithAttributes(attrs...))
 }
 
 // endReconcile records the reconcile's end on its span, in the trigger counter and in its log line.

@@ -39,7 +39,8 @@ func spanAttr(span sdktrace.ReadOnlySpan, key string) string {
 // ConfigMap whose change brought it (the test annotates it ready; later it changes its data by hand).
 // Under it, one span per node in dependency order ("apply config" ends before "apply derived"
 // starts), with the verdict and, for the child changed by hand, what drifted; the status patch; and
-// the Status hook's own span, since the hook receives the reconcile's context.
+// the Status hook's own span, since the hook receives the reconcile's context. Each child's
+// convergo.dev/written-for names the trigger of the reconcile that last wrote it.
 func TestIntegrationReconcilerTrace(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -124,6 +125,24 @@ func TestIntegrationReconcilerTrace(t *testing.T) {
 	got := node{spanAttr(drifted, "convergo.operation"), spanAttr(drifted, "convergo.drift"), spanAttr(p, "convergo.trigger"), spanAttr(p, "convergo.trigger.object")}
 	if diff := cmp.Diff(node{"Updated", ".data.k", "child", "ConfigMap " + wt.ns + "/traced-config"}, got); diff != "" {
 		t.Errorf("the repair (-want +got):\n%s", diff)
+	}
+
+	// Each child records what its last write was for: config its repair, derived its creation
+	// (brought by config's readiness).
+	written := map[string]string{}
+	for _, name := range []string{"traced-config", "traced-derived"} {
+		cm := &corev1.ConfigMap{}
+		if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: name}, cm); err != nil {
+			t.Fatal(err)
+		}
+		written[name] = cm.Annotations["convergo.dev/written-for"]
+	}
+	wantWritten := map[string]string{
+		"traced-config":  "child ConfigMap " + wt.ns + "/traced-config",
+		"traced-derived": "child ConfigMap " + wt.ns + "/traced-config",
+	}
+	if diff := cmp.Diff(wantWritten, written); diff != "" {
+		t.Errorf("convergo.dev/written-for (-want +got):\n%s", diff)
 	}
 }
 

@@ -8,13 +8,18 @@
 // its children in the order of its graph:
 //
 //	Welcome demo/alice: Ready=True (Reconciled) all 3 children ready
-//	NODE        DEPENDS ON  KIND        NAME        READY  WRITTEN               CHECK                REASON
-//	page                    ConfigMap   demo/alice  True   2026-12-06T10:00:00Z  exists
-//	service                 Service     demo/alice  True   2026-12-06T10:00:00Z  ServiceReady
-//	deployment  page        Deployment  demo/alice  True   2026-12-06T10:00:01Z  DeploymentAvailable
+//	Last written 2026-12-06T10:05:00Z, by a reconcile for: changed
+//	NODE        DEPENDS ON  KIND        NAME        READY  WRITTEN               FOR      CHECK                REASON
+//	page                    ConfigMap   demo/alice  True   2026-12-06T10:00:00Z  created  exists
+//	service                 Service     demo/alice  True   2026-12-06T10:00:00Z  created  ServiceReady
+//	deployment  page        Deployment  demo/alice  True   2026-12-06T10:05:00Z  changed  DeploymentAvailable
 //
 // WRITTEN is the child's last server-side apply, from its managedFields (the operator writes children
-// only by applying; -o json names the field manager too).
+// only by applying; -o json names the field manager too). FOR is why the reconcile that wrote it ran,
+// from the annotation convergo.dev/written-for the Reconciler puts into each write it makes anyway:
+// created, changed (the owner's spec, labels or annotations), child or watch and the object that
+// changed, start-up, requeue, interval, external, poll, retry, shard. The line above the table names
+// the last write's.
 //
 // The resource is a resource name as kubectl takes it (plural, singular or short, optionally with its
 // group: welcomes.web.convergo.dev). The children are the objects of every kind the user may list

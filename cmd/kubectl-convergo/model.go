@@ -64,6 +64,9 @@ type Child struct {
 	// Written is the child's last server-side apply (Convergo writes only by applying), from its
 	// managedFields; nil when none is recorded.
 	Written *Write `json:"written,omitempty"`
+	// WrittenFor is the trigger of the reconcile that last wrote the child (annotation
+	// convergo.dev/written-for): "changed", "child ConfigMap demo/alice", ...; empty when not recorded.
+	WrittenFor string `json:"writtenFor,omitempty"`
 }
 
 // Write is a field manager's last write of an object.

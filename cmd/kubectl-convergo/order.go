@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/reconcile/graph"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,6 +30,7 @@ func childOf(obj *unstructured.Unstructured) Child {
 	}
 	c.Ready, c.Check, c.Reason = judge(obj)
 	c.Written = lastApply(obj)
+	c.WrittenFor = annotations[telemetry.WrittenForAnnotation]
 	return c
 }
 

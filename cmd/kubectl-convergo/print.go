@@ -31,6 +31,11 @@ func printTable(w io.Writer, t *Tree) error {
 	if _, err := fmt.Fprintln(w, owner); err != nil {
 		return fmt.Errorf("print tree: %w", err)
 	}
+	if last := lastWritten(t.Children); last != nil && last.WrittenFor != "" {
+		if _, err := fmt.Fprintf(w, "Last written %s, by a reconcile for: %s\n", last.Written.Time.Format(time.RFC3339), last.WrittenFor); err != nil {
+			return fmt.Errorf("print tree: %w", err)
+		}
+	}
 	if len(t.Children) == 0 {
 		_, err := fmt.Fprintln(w, "No children found (label convergo.dev/owner-uid="+t.Owner.UID+").")
 		if err != nil {
@@ -40,7 +45,7 @@ func printTable(w io.Writer, t *Tree) error {
 	}
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tDEPENDS ON\tKIND\tNAME\tREADY\tWRITTEN\tCHECK\tREASON")
+	fmt.Fprintln(tw, "NODE\tDEPENDS ON\tKIND\tNAME\tREADY\tWRITTEN\tFOR\tCHECK\tREASON")
 	unrecorded := false
 	for _, c := range t.Children {
 		node := c.Node
@@ -55,8 +60,12 @@ func printTable(w io.Writer, t *Tree) error {
 		if c.Written != nil {
 			written = c.Written.Time.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", node, strings.Join(c.DependsOn, ","), c.Kind,
-			namespacedName(c.Namespace, c.Name), ready, written, c.Check, c.Reason)
+		writtenFor := c.WrittenFor
+		if writtenFor == "" {
+			writtenFor = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", node, strings.Join(c.DependsOn, ","), c.Kind,
+			namespacedName(c.Namespace, c.Name), ready, written, writtenFor, c.Check, c.Reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print tree: %w", err)
@@ -72,6 +81,17 @@ func printTable(w io.Writer, t *Tree) error {
 		}
 	}
 	return printExternal(w, t.External)
+}
+
+// lastWritten returns the child written last, nil when none records a write.
+func lastWritten(children []Child) *Child {
+	var last *Child
+	for i, c := range children {
+		if c.Written != nil && (last == nil || c.Written.Time.After(last.Written.Time)) {
+			last = &children[i]
+		}
+	}
+	return last
 }
 
 // printExternal writes the table of the objects outside the cluster, if any.

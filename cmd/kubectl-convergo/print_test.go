@@ -23,17 +23,19 @@ func TestPrintTable(t *testing.T) {
 				}(),
 				Children: []Child{
 					{Node: "page", Kind: "ConfigMap", Namespace: "demo", Name: "alice", Ready: true, Check: "exists",
-						Written: &Write{Manager: "welcome", Time: time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)}},
+						Written: &Write{Manager: "welcome", Time: time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)}, WrittenFor: "created"},
 					{Node: "deployment", DependsOn: []string{"page", "secret"}, Kind: "Deployment", Namespace: "demo", Name: "alice",
-						Check: "DeploymentAvailable", Reason: "1/2 replicas available"},
+						Check: "DeploymentAvailable", Reason: "1/2 replicas available",
+						Written: &Write{Manager: "welcome", Time: time.Date(2026, 12, 6, 10, 5, 0, 0, time.UTC)}, WrittenFor: "changed"},
 					{Kind: "ClusterRole", Name: "alice-reader", Ready: true, Check: "exists"},
 				},
 			},
 			want: `Welcome demo/alice: Ready=False (WaitingForDependencies) deployment: 1/2 replicas available
-NODE        DEPENDS ON   KIND         NAME          READY  WRITTEN               CHECK                REASON
-page                     ConfigMap    demo/alice    True   2026-12-06T10:00:00Z  exists
-deployment  page,secret  Deployment   demo/alice    False  -                     DeploymentAvailable  1/2 replicas available
-<none>                   ClusterRole  alice-reader  True   -                     exists
+Last written 2026-12-06T10:05:00Z, by a reconcile for: changed
+NODE        DEPENDS ON   KIND         NAME          READY  WRITTEN               FOR      CHECK                REASON
+page                     ConfigMap    demo/alice    True   2026-12-06T10:00:00Z  created  exists
+deployment  page,secret  Deployment   demo/alice    False  2026-12-06T10:05:00Z  changed  DeploymentAvailable  1/2 replicas available
+<none>                   ClusterRole  alice-reader  True   -                     -        exists
 <none>: the child records no graph node (applied without a Graph, or not reconciled since an upgrade); listed last.
 `,
 		},
@@ -43,8 +45,8 @@ deployment  page,secret  Deployment   demo/alice    False  -                    
 				External: []External{{Node: "role", Kind: "postgres.role", ID: "demo_orders"}, {Node: "database", Kind: "postgres.database", ID: "demo_orders", Keep: true}},
 			},
 			want: `Welcome demo/alice: no Ready condition
-NODE         DEPENDS ON  KIND    NAME                     READY  WRITTEN  CHECK   REASON
-credentials  database    Secret  demo/orders-credentials  True   -        exists
+NODE         DEPENDS ON  KIND    NAME                     READY  WRITTEN  FOR  CHECK   REASON
+credentials  database    Secret  demo/orders-credentials  True   -        -    exists
 EXTERNAL NODE  KIND               ID           ON DELETE
 role           postgres.role      demo_orders  delete
 database       postgres.database  demo_orders  keep

@@ -313,27 +313,38 @@ func TestApplySkipsWriteWhileCacheLags(t *testing.T) {
 }
 
 func TestApplyBody(t *testing.T) {
-	intent := map[string]any{
+	plain := map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "child", "namespace": "ns"},
 		"data":     map[string]any{"k": "v <&>"},
 	}
-	const rest = `"data":{"k":"v \u003c\u0026\u003e"},"kind":"ConfigMap","metadata":{"name":"child","namespace":"ns"`
+	annotated := map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "child", "annotations": map[string]any{"a": "b"}},
+	}
+	const rest = `"data":{"k":"v \u003c\u0026\u003e"},"kind":"ConfigMap","metadata":{`
 	cases := map[string]struct {
-		guard applyGuard
-		want  string
+		intent map[string]any
+		guard  applyGuard
+		why    string
+		want   string
 	}{
-		"no guard": {guard: applyGuard{}, want: `{"apiVersion":"v1",` + rest + `}}`},
-		"create":   {guard: createOnly, want: `{"apiVersion":"v1",` + rest + `,"resourceVersion":"1"}}`},
-		"same UID": {guard: applyGuard{uid: "u-1"}, want: `{"apiVersion":"v1",` + rest + `,"uid":"u-1"}}`},
+		"no guard": {intent: plain, guard: applyGuard{}, want: `{"apiVersion":"v1",` + rest + `"name":"child","namespace":"ns"}}`},
+		"create":   {intent: plain, guard: createOnly, want: `{"apiVersion":"v1",` + rest + `"name":"child","namespace":"ns","resourceVersion":"1"}}`},
+		"same UID": {intent: plain, guard: applyGuard{uid: "u-1"}, want: `{"apiVersion":"v1",` + rest + `"name":"child","namespace":"ns","uid":"u-1"}}`},
+		"why, no guard": {intent: plain, why: "changed",
+			want: `{"apiVersion":"v1",` + rest + `"annotations":{"convergo.dev/written-for":"changed"},"name":"child","namespace":"ns"}}`},
+		"why, create, annotated": {intent: annotated, guard: createOnly, why: "child ConfigMap ns/x",
+			want: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"annotations":{"a":"b","convergo.dev/written-for":"child ConfigMap ns/x"},"name":"child","resourceVersion":"1"}}`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			intent := tc.intent
 			before, err := json.Marshal(intent)
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, err := applyBody(intent, tc.guard)
+			body, err := applyBody(intent, tc.guard, tc.why)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/internal/kobj"
+	"github.com/convergo-dev/convergo/internal/telemetry"
 )
 
 // createOnlyVersion is the resourceVersion a create-only apply carries. A server-side apply with a
@@ -43,7 +44,7 @@ func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuar
 	if _, err := c.intentHash(); err != nil { // for the record of the write
 		return nil, err
 	}
-	body, err := applyBody(c.intent, g)
+	body, err := applyBody(c.intent, g, telemetry.Trigger(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
@@ -67,18 +68,30 @@ func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuar
 const applyValidation = client.FieldValidation(metav1.FieldValidationIgnore)
 
 // applyBody returns the JSON of intent as an apply patch guarded by g: with the create-only
-// resourceVersion, or with the UID of the object it may change. intent is left as it is.
-func applyBody(intent map[string]any, g applyGuard) ([]byte, error) {
-	if g.create || g.uid != "" {
+// resourceVersion, or with the UID of the object it may change; and, when why is not empty (the
+// reconcile's trigger), with telemetry.WrittenForAnnotation. intent is left as it is: what the write
+// is for is not part of what the child must hold.
+func applyBody(intent map[string]any, g applyGuard, why string) ([]byte, error) {
+	if g.create || g.uid != "" || why != "" {
 		md, _ := intent["metadata"].(map[string]any)
 		md = maps.Clone(md)
 		if md == nil {
 			md = map[string]any{}
 		}
-		if g.create {
+		switch {
+		case g.create:
 			md["resourceVersion"] = createOnlyVersion
-		} else {
+		case g.uid != "":
 			md["uid"] = string(g.uid)
+		}
+		if why != "" {
+			annotations, _ := md["annotations"].(map[string]any)
+			annotations = maps.Clone(annotations)
+			if annotations == nil {
+				annotations = map[string]any{}
+			}
+			annotations[telemetry.WrittenForAnnotation] = why
+			md["annotations"] = annotations
 		}
 		intent = maps.Clone(intent)
 		intent["metadata"] = md
