@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/convergo-dev/convergo/testing/assets"
+	"github.com/convergo-dev/convergo/testing/internal/freeport"
 )
 
 const (
@@ -151,7 +152,7 @@ func (s *Server) Close() error {
 // that fails leaves no process behind.
 func (s *Server) start(ctx context.Context) error {
 	for _, p := range []*int{&s.otlpPort, &s.httpPort, &s.grpcPort} {
-		port, err := freePort()
+		port, err := freeport.On(host)
 		if err != nil {
 			return err
 		}
@@ -291,19 +292,6 @@ exporters:
     trace_storage: memstore
 `, host, otlpPort, httpPort, grpcPort)
 	return b.String()
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("pick a free port on %s: %w", host, err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("release the picked port %d: %w", port, err)
-	}
-	return port, nil
 }
 
 // tail returns the last n lines of s.

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/convergo-dev/convergo/testing/internal/freeport"
 )
 
 // notFound is the failure message when the server binaries cannot be found.
@@ -194,7 +196,7 @@ func (s *Server) init(ctx context.Context) error {
 	// The port is free when picked but may be taken before the server binds it, by another test
 	// process doing the same: then try another.
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		port, err := freeport.On(host)
 		if err != nil {
 			return err
 		}
