@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -10,8 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/convergo-dev/convergo/internal/kobj"
+	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/status"
 )
 
 // Event reasons of the Reconciler's events.k8s.io events, besides the condition reasons it also uses
@@ -53,11 +56,12 @@ var noteVerbs = map[apply.Operation]string{
 // recordChildren counts every child operation of a reconcile (Unchanged included) in the metrics and
 // emits one Normal ChildrenApplied event listing the children created, updated, recreated or pruned,
 // when some were recreated or pruned, or with WithChangeEvents when any changed.
-func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
+func (r *Reconciler[T]) recordChildren(ctx context.Context, owner T, out outcome) {
 	var (
 		entries     []noteEntry
 		first       client.Object
 		destructive = len(out.pruned) > 0
+		repairs     = repairing(ctx, owner)
 	)
 	if out.result != nil {
 		for _, c := range out.result.Children {
@@ -66,6 +70,9 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 			}
 			if c.Operation != apply.OperationUnchanged {
 				r.metrics.nodeWrite(c.Name, string(c.Operation))
+			}
+			if c.Operation == apply.OperationUpdated && repairs {
+				r.metrics.driftRepair(c.Name)
 			}
 			var n *graph.Node
 			if out.graph != nil {
@@ -107,6 +114,25 @@ func (r *Reconciler[T]) recordChildren(owner T, out outcome) {
 	if len(entries) > 0 && (destructive || r.changeEvents) {
 		r.normal(owner, first, EventReasonChildrenApplied, "Apply", compactNote(entries, maxEventNote))
 	}
+}
+
+// repairing reports whether the children this reconcile updates are repairs of drift: owner's
+// spec was applied already (its Ready condition has seen its generation) and the reconcile was
+// brought by a child's change, the controller's start-up or the interval, not by a change of the
+// owner or of an input a watch maps to it.
+func repairing(ctx context.Context, owner client.Object) bool {
+	why, _, _ := strings.Cut(telemetry.Trigger(ctx), " ")
+	switch why {
+	case triggerChild, triggerStartup, triggerInterval:
+	default:
+		return false
+	}
+	conditions, ok := owner.(status.Object)
+	if !ok {
+		return false
+	}
+	ready := status.Get(conditions, status.Ready)
+	return ready != nil && ready.ObservedGeneration == owner.GetGeneration()
 }
 
 // recordDeleted counts the children a deletion pass deleted and, with WithChangeEvents, emits one

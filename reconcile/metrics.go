@@ -52,6 +52,11 @@ var (
 		Help: "Writes by controller, graph node and operation (Created, Updated: a drift repaired or a spec change applied, Recreated, Deleted).",
 	}, []string{"controller", "node", "operation"})
 
+	driftRepairsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convergo_drift_repairs_total",
+		Help: "Children written back to the intent their owner's spec, already applied, gives them (someone else changed them), by controller and graph node.",
+	}, []string{"controller", "node"})
+
 	deletionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "convergo_deletion_duration_seconds",
 		Help:    "Time from an object's deletion timestamp to the removal of the Reconciler's finalizer, by controller.",
@@ -71,7 +76,7 @@ var (
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
 		telemetry.Register(childOperationsTotal, reconcileResultsTotal, finalizingObjects, deletionStepsTotal, reconcileTriggersTotal,
-			nodeWritesTotal, deletionSeconds, objectsByCondition)
+			nodeWritesTotal, driftRepairsTotal, deletionSeconds, objectsByCondition)
 	})
 }
 
@@ -90,6 +95,10 @@ func newReconcilerMetrics(controller string) *reconcilerMetrics {
 
 func (m *reconcilerMetrics) nodeWrite(node, op string) {
 	nodeWritesTotal.WithLabelValues(m.controller, node, op).Inc()
+}
+
+func (m *reconcilerMetrics) driftRepair(node string) {
+	driftRepairsTotal.WithLabelValues(m.controller, node).Inc()
 }
 
 func (m *reconcilerMetrics) deleted(after time.Duration) {

@@ -291,7 +291,7 @@ func (r *Reconciler[T]) reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.failedFn(ctx, obj, err)
 	}
 	r.wake.remember(judging, out.graph, out.result)
-	r.recordChildren(obj, out)
+	r.recordChildren(ctx, obj, out)
 	changed := r.setConditions(obj, out)
 	r.countCondition(obj)
 	wrote, err := r.patchStatus(ctx, obj, before)

@@ -219,13 +219,13 @@ func TestRecordChildren(t *testing.T) {
 	for _, op := range ops {
 		before[string(op)] = childOperations(t, "record-children-test", "ConfigMap", op)
 	}
-	r.recordChildren(owner, out)
+	r.recordChildren(t.Context(), owner, out)
 	want := []string{"Normal ChildrenApplied created ConfigMap ns/a; recreated ConfigMap ns/c; pruned ConfigMap ns/old"}
 	if diff := cmp.Diff(want, drain(rec)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	// Nothing changed: no event.
-	r.recordChildren(owner, outcome{graph: g, result: &graph.Result{Children: []graph.ChildResult{
+	r.recordChildren(t.Context(), owner, outcome{graph: g, result: &graph.Result{Children: []graph.ChildResult{
 		{Name: "b", Object: live("b"), Operation: apply.OperationUnchanged, Applied: true},
 	}}})
 	if got := drain(rec); len(got) != 0 {
@@ -295,7 +295,7 @@ func TestChildrenAppliedPolicy(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r, rec := rtReconciler(t, append([]ReconcilerOption{WithName("children-applied-policy-test")}, tc.opts...)...)
-			r.recordChildren(owner, outcome{result: &graph.Result{Children: tc.children}, pruned: tc.pruned})
+			r.recordChildren(t.Context(), owner, outcome{result: &graph.Result{Children: tc.children}, pruned: tc.pruned})
 			if diff := cmp.Diff(tc.want, drain(rec)); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}

@@ -148,7 +148,8 @@ func TestIntegrationReconcilerTrace(t *testing.T) {
 
 // TestIntegrationReconcilerMetrics: the metrics answer an operator's questions about one Widget's
 // life: which condition it holds (convergo_objects), which node wrote what (convergo_node_writes_total,
-// a repaired drift counted as Updated), why reconciles ran (convergo_reconcile_triggers_total) and how
+// a repaired drift and an applied spec change counted as Updated), which writes repaired drift
+// (convergo_drift_repairs_total: the hand change, not the spec change), why reconciles ran (convergo_reconcile_triggers_total) and how
 // long its deletion took (convergo_deletion_duration_seconds).
 func TestIntegrationReconcilerMetrics(t *testing.T) {
 	wt := newWidgetTest(t)
@@ -172,14 +173,30 @@ func TestIntegrationReconcilerMetrics(t *testing.T) {
 		got := metricValue(t, "convergo_node_writes_total", map[string]string{"controller": c, "node": "config", "operation": "Updated"})
 		return got == 1, fmt.Sprintf("convergo_node_writes_total{node=config,operation=Updated} = %v, want 1 (the repair)", got)
 	})
-	type figures struct{ CreatedConfig, CreatedDerived, ByCreation, ByChild float64 }
+	// A spec change is applied: config is updated again, and that is no repair.
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		fresh := &testapi.Widget{}
+		if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), fresh); err != nil {
+			return false, err.Error()
+		}
+		fresh.Spec.Data = map[string]string{"k": "v2"}
+		err := wt.client.Update(t.Context(), fresh)
+		return err == nil, fmt.Sprintf("update the Widget: %v", err)
+	})
+	harness.Eventually(t, time.Minute, func() (bool, string) {
+		got := metricValue(t, "convergo_node_writes_total", map[string]string{"controller": c, "node": "config", "operation": "Updated"})
+		return got == 2, fmt.Sprintf("convergo_node_writes_total{node=config,operation=Updated} = %v, want 2 (the repair, the spec change)", got)
+	})
+	type figures struct{ CreatedConfig, CreatedDerived, ByCreation, ByChild, RepairedConfig, RepairedDerived float64 }
 	got := figures{
 		metricValue(t, "convergo_node_writes_total", map[string]string{"controller": c, "node": "config", "operation": "Created"}),
 		metricValue(t, "convergo_node_writes_total", map[string]string{"controller": c, "node": "derived", "operation": "Created"}),
 		metricValue(t, "convergo_reconcile_triggers_total", map[string]string{"controller": c, "trigger": "created"}),
 		min(metricValue(t, "convergo_reconcile_triggers_total", map[string]string{"controller": c, "trigger": "child"}), 1),
+		metricValue(t, "convergo_drift_repairs_total", map[string]string{"controller": c, "node": "config"}),
+		metricValue(t, "convergo_drift_repairs_total", map[string]string{"controller": c, "node": "derived"}),
 	}
-	if diff := cmp.Diff(figures{1, 1, 1, 1}, got); diff != "" {
+	if diff := cmp.Diff(figures{1, 1, 1, 1, 1, 0}, got); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/internal/testapi"
 )
 
@@ -70,6 +71,42 @@ func TestTriggers(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(trigger{})); diff != "" {
 				t.Errorf("triggers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRepairing(t *testing.T) {
+	widget := func(generation, readySeen int64) *testapi.Widget {
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Generation: generation}}
+		if readySeen > 0 {
+			w.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: readySeen}}
+		}
+		return w
+	}
+	cases := map[string]struct {
+		trigger string
+		owner   *testapi.Widget
+		want    bool
+	}{
+		"a child changed, spec applied":         {trigger: "child ConfigMap ns/w", owner: widget(2, 2), want: true},
+		"start-up, spec applied":                {trigger: "start-up", owner: widget(2, 2), want: true},
+		"the interval, spec applied":            {trigger: "interval", owner: widget(2, 2), want: true},
+		"a child changed, spec not yet applied": {trigger: "child ConfigMap ns/w", owner: widget(3, 2)},
+		"start-up, spec changed meanwhile":      {trigger: "start-up", owner: widget(3, 2)},
+		"the owner changed":                     {trigger: "changed", owner: widget(2, 2)},
+		"an input a watch maps changed":         {trigger: "watch Secret ns/s", owner: widget(2, 2)},
+		"no Ready condition yet":                {trigger: "child ConfigMap ns/w", owner: widget(1, 0)},
+		"no trigger (the Applier alone)":        {owner: widget(2, 2)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			if tc.trigger != "" {
+				ctx = telemetry.WithTrigger(ctx, tc.trigger)
+			}
+			if got := repairing(ctx, tc.owner); got != tc.want {
+				t.Errorf("repairing = %v, want %v", got, tc.want)
 			}
 		})
 	}
