@@ -29,6 +29,7 @@ import (
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/childcache"
 	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/reconcile/internal/fixture"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -94,18 +95,18 @@ func startVariant(t *testing.T, v cacheVariant) (*harness.Env, string, *harness.
 
 // variantManager starts a manager with the variant's cache, its requests counted; the returned gate is
 // paused for the lagging variant (after the caller's first cache reads, see primeCache).
-func variantManager(t *testing.T, env *harness.Env, v cacheVariant, counter *harness.RequestCounter, ns string) (manager.Manager, *watchGate) {
+func variantManager(t *testing.T, env *harness.Env, v cacheVariant, counter *harness.RequestCounter, ns string) (manager.Manager, *harness.WatchGate) {
 	t.Helper()
-	gate := newWatchGate()
-	mgr := env.StartManager(t, nil, harness.WithManagerConfig(gate.wrap(counter.Wrap(env.Config))),
+	gate := harness.NewWatchGate()
+	mgr := env.StartManager(t, nil, harness.WithManagerConfig(gate.Wrap(counter.Wrap(env.Config))),
 		harness.WithManagerOptions(func(o *manager.Options) { v.configure(o, ns, cachedKinds()...) }))
-	t.Cleanup(gate.resume) // before the manager stops
+	t.Cleanup(gate.Resume) // before the manager stops
 	return mgr, gate
 }
 
 // primeCache starts the informers of the children's kinds (a first read lists them) and, for the
 // lagging variant, then holds every watch event back.
-func primeCache(t *testing.T, mgr manager.Manager, gate *watchGate, v cacheVariant, ns string) {
+func primeCache(t *testing.T, mgr manager.Manager, gate *harness.WatchGate, v cacheVariant, ns string) {
 	t.Helper()
 	for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &rbacv1.ClusterRoleList{}} {
 		if err := mgr.GetClient().List(t.Context(), l, client.InNamespace(ns)); err != nil {
@@ -113,7 +114,7 @@ func primeCache(t *testing.T, mgr manager.Manager, gate *watchGate, v cacheVaria
 		}
 	}
 	if v.lag {
-		gate.pause()
+		gate.Pause()
 	}
 }
 
@@ -324,22 +325,22 @@ func TestIntegrationApplyRevertsAtomicListEscalation(t *testing.T) {
 				childcache.Configure(&o.Cache, cachedKinds()...)
 			}))
 		}
-		t.Run(name, func(t *testing.T) { testAtomicListEscalation(t, newFixture(t, opts...)) })
+		t.Run(name, func(t *testing.T) { testAtomicListEscalation(t, fixture.New(t, opts...)) })
 	}
 }
 
 // testAtomicListEscalation: an unchanged child costs no request, a changed one a write.
-func testAtomicListEscalation(t *testing.T, f *fixture) {
-	a := f.applier()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-role"},
+func testAtomicListEscalation(t *testing.T, f *fixture.Fixture) {
+	a := f.Applier()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: f.NS + "-role"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}}
 	deploy := webDeployment("web", "ours:1")
 	for _, obj := range []client.Object{role, deploy} {
-		live, _, err := a.Apply(t.Context(), f.owner, obj)
+		live, _, err := a.Apply(t.Context(), f.Owner, obj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.waitCached(t, live)
+		f.WaitCached(t, live)
 	}
 	type step struct {
 		name   string
@@ -376,20 +377,20 @@ func testAtomicListEscalation(t *testing.T, f *fixture) {
 	}
 	for _, s := range steps {
 		live := s.obj.DeepCopyObject().(client.Object)
-		key := client.ObjectKey{Namespace: f.ns, Name: s.obj.GetName()}
+		key := client.ObjectKey{Namespace: f.NS, Name: s.obj.GetName()}
 		if _, clusterScoped := s.obj.(*rbacv1.ClusterRole); clusterScoped {
 			key.Namespace = ""
 		}
-		if err := f.env.Client.Get(t.Context(), key, live); err != nil {
+		if err := f.Env.Client.Get(t.Context(), key, live); err != nil {
 			t.Fatal(err)
 		}
 		s.tamper(live)
-		if err := f.env.Client.Update(t.Context(), live); err != nil {
+		if err := f.Env.Client.Update(t.Context(), live); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		f.waitCached(t, live)
-		f.counter.Reset()
-		got, op, err := a.Apply(t.Context(), f.owner, s.obj)
+		f.WaitCached(t, live)
+		f.Counter.Reset()
+		got, op, err := a.Apply(t.Context(), f.Owner, s.obj)
 		if err != nil || op != s.wantOp {
 			t.Errorf("%s: Apply = %s, %v; want %s", s.name, op, err, s.wantOp)
 			continue
@@ -398,7 +399,7 @@ func testAtomicListEscalation(t *testing.T, f *fixture) {
 		if s.wantOp == apply.OperationUpdated {
 			wantWrites = 1
 		}
-		snap := f.counter.Snapshot()
+		snap := f.Counter.Snapshot()
 		if writes, reads := snap.Writes(), snap.Count("get", ""); writes != wantWrites || reads != wantReads {
 			t.Errorf("%s: %d writes and %d reads, want %d and %d:\n%s", s.name, writes, reads, wantWrites, wantReads, snap)
 		}
@@ -406,7 +407,7 @@ func testAtomicListEscalation(t *testing.T, f *fixture) {
 			if diff := cmp.Diff(want[s.name], s.check(got)); diff != "" {
 				t.Errorf("%s: not reverted (-want +got):\n%s", s.name, diff)
 			}
-			f.waitCached(t, got)
+			f.WaitCached(t, got)
 		}
 	}
 }
@@ -425,22 +426,22 @@ func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
 			wc := setupWidgets(t, env)
 			ns := env.Namespace(t)
 			counter := harness.NewRequestCounter()
-			childGate := newWatchGateFor("configmaps", "clusterroles")
-			widgetGate := newWatchGateFor("widgets")
-			cfg := widgetGate.wrap(childGate.wrap(counter.Wrap(env.Config)))
+			childGate := harness.NewWatchGate("configmaps", "clusterroles")
+			widgetGate := harness.NewWatchGate("widgets")
+			cfg := widgetGate.Wrap(childGate.Wrap(counter.Wrap(env.Config)))
 			mgr := env.StartManager(t, nil, harness.WithManagerConfig(cfg), harness.WithManagerOptions(func(o *manager.Options) {
 				o.Scheme = widgetScheme
 				v.configure(o, ns, &corev1.ConfigMap{}, &rbacv1.ClusterRole{})
 			}))
-			t.Cleanup(childGate.resume)
-			t.Cleanup(widgetGate.resume)
+			t.Cleanup(childGate.Resume)
+			t.Cleanup(widgetGate.Resume)
 			for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &rbacv1.ClusterRoleList{}, &testapi.WidgetList{}} {
 				if err := mgr.GetClient().List(t.Context(), l); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if v.lag {
-				childGate.pause()
+				childGate.Pause()
 			}
 			for round := range rounds {
 				name := fmt.Sprintf("w%d", round)
@@ -469,7 +470,7 @@ func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
 					t.Fatal(err)
 				}
 				waitWidgetCached(t, mgr, req.NamespacedName, func(w *testapi.Widget) bool { return w.DeletionTimestamp != nil })
-				widgetGate.pause() // the Widget's cache keeps showing it, finalizer and all
+				widgetGate.Pause() // the Widget's cache keeps showing it, finalizer and all
 				counter.Reset()
 				gone, passes := false, 0
 				for pass := 0; pass < 40; pass++ {
@@ -521,7 +522,7 @@ func TestIntegrationReconcilerDeletionWhateverTheCache(t *testing.T) {
 				if diff := cmp.Diff(figures{1, 1, 1, 1, 0}, got); diff != "" {
 					t.Fatalf("round %d: requests during deletion (-want +got):\n%s\n%s", round, diff, counter.Snapshot())
 				}
-				widgetGate.resume()
+				widgetGate.Resume()
 			}
 		})
 	}
@@ -549,7 +550,7 @@ func TestIntegrationReconcilerPrunesWhatShrankWhileDown(t *testing.T) {
 	for _, v := range cacheVariants {
 		t.Run(v.name, func(t *testing.T) {
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "shrunk"}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
-			wc, children := startShrunkWhileDown(t, v, newWatchGate(), w)
+			wc, children := startShrunkWhileDown(t, v, harness.NewWatchGate(), w)
 
 			if v.filter {
 				harness.Eventually(t, waitTimeout, func() (bool, string) {
@@ -594,7 +595,7 @@ func TestIntegrationReconcilerDeletesWhatShrankWhileDown(t *testing.T) {
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "gone", Finalizers: []string{fin},
 				Annotations: map[string]string{reconcile.SuspendAnnotation: "true"}}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
 			// The Widgets' watch is not held: the controller must see the deletion.
-			wc, children := startShrunkWhileDown(t, v, newWatchGateFor("configmaps"), w, reconcile.WithFinalizer(fin))
+			wc, children := startShrunkWhileDown(t, v, harness.NewWatchGate("configmaps"), w, reconcile.WithFinalizer(fin))
 			if err := wc.Delete(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}
@@ -618,7 +619,7 @@ func TestIntegrationReconcilerDeletesWhatShrankWhileDown(t *testing.T) {
 // tracked by w. It then starts a manager with v's cache, running a Reconciler (opts added) whose graph
 // declares only the config, lets the informers list, and from then on holds back the watch events
 // gate holds for the lagging variants.
-func startShrunkWhileDown(t *testing.T, v cacheVariant, gate *watchGate, w *testapi.Widget, opts ...reconcile.ReconcilerOption) (client.Client, map[string]*corev1.ConfigMap) {
+func startShrunkWhileDown(t *testing.T, v cacheVariant, gate *harness.WatchGate, w *testapi.Widget, opts ...reconcile.ReconcilerOption) (client.Client, map[string]*corev1.ConfigMap) {
 	t.Helper()
 	env := harness.Default()
 	wc := setupWidgets(t, env)
@@ -638,7 +639,7 @@ func startShrunkWhileDown(t *testing.T, v cacheVariant, gate *watchGate, w *test
 		}
 		children[name] = cm
 	}
-	mgrOpts := []harness.ManagerOption{harness.WithManagerConfig(gate.wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
+	mgrOpts := []harness.ManagerOption{harness.WithManagerConfig(gate.Wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
 		o.Scheme = widgetScheme
 		v.configure(o, ns, &corev1.ConfigMap{})
 	})}
@@ -658,8 +659,8 @@ func startShrunkWhileDown(t *testing.T, v cacheVariant, gate *watchGate, w *test
 		}
 	}
 	if v.lag {
-		gate.pause()
-		t.Cleanup(gate.resume)
+		gate.Pause()
+		t.Cleanup(gate.Resume)
 	}
 	return wc, children
 }

@@ -93,17 +93,17 @@ func TestIntegrationDeletionWithoutGraph(t *testing.T) {
 			env := harness.Default()
 			wc := setupWidgets(t, env)
 			ns := env.Namespace(t)
-			gate := newWatchGateFor("configmaps")
-			mgr := env.StartManager(t, nil, harness.WithManagerConfig(gate.wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
+			gate := harness.NewWatchGate("configmaps")
+			mgr := env.StartManager(t, nil, harness.WithManagerConfig(gate.Wrap(env.Config)), harness.WithManagerOptions(func(o *manager.Options) {
 				o.Scheme = widgetScheme
 				c.variant.configure(o, ns, &corev1.ConfigMap{})
 			}))
-			t.Cleanup(gate.resume)
+			t.Cleanup(gate.Resume)
 			if err := mgr.GetClient().List(t.Context(), &corev1.ConfigMapList{}, client.InNamespace(ns)); err != nil {
 				t.Fatal(err)
 			}
 			if c.variant.lag {
-				gate.pause()
+				gate.Pause()
 			}
 
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}

@@ -64,22 +64,22 @@ func TestIntegrationKeepOnDeleteWhateverTheCache(t *testing.T) {
 			wc := setupWidgets(t, env)
 			ns := env.Namespace(t)
 			counter := harness.NewRequestCounter()
-			childGate := newWatchGateFor("configmaps")
-			widgetGate := newWatchGateFor("widgets")
-			cfg := widgetGate.wrap(childGate.wrap(counter.Wrap(env.Config)))
+			childGate := harness.NewWatchGate("configmaps")
+			widgetGate := harness.NewWatchGate("widgets")
+			cfg := widgetGate.Wrap(childGate.Wrap(counter.Wrap(env.Config)))
 			mgr := env.StartManager(t, nil, harness.WithManagerConfig(cfg), harness.WithManagerOptions(func(o *manager.Options) {
 				o.Scheme = widgetScheme
 				v.configure(o, ns, &corev1.ConfigMap{})
 			}))
-			t.Cleanup(childGate.resume)
-			t.Cleanup(widgetGate.resume)
+			t.Cleanup(childGate.Resume)
+			t.Cleanup(widgetGate.Resume)
 			for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &testapi.WidgetList{}} {
 				if err := mgr.GetClient().List(t.Context(), l); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if v.lag {
-				childGate.pause()
+				childGate.Pause()
 			}
 			rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: func(_ context.Context, w *testapi.Widget) (*graph.Graph, error) {
 				g := graph.New()
@@ -139,7 +139,7 @@ func TestIntegrationKeepOnDeleteWhateverTheCache(t *testing.T) {
 					t.Fatal(err)
 				}
 				waitWidgetCached(t, mgr, req.NamespacedName, func(w *testapi.Widget) bool { return w.DeletionTimestamp != nil })
-				widgetGate.pause() // the Widget's cache keeps showing it, finalizer and all
+				widgetGate.Pause() // the Widget's cache keeps showing it, finalizer and all
 				counter.Reset()
 				if _, err := rec.Reconcile(t.Context(), req); err != nil {
 					t.Fatalf("round %d: %v", round, err)
@@ -182,7 +182,7 @@ func TestIntegrationKeepOnDeleteWhateverTheCache(t *testing.T) {
 					t.Fatalf("round %d: deletion (-want +got):\n%s\n%s", round, diff, counter.Snapshot())
 				}
 				harness.WaitForDeletion(t, env.Client, app, waitTimeout)
-				widgetGate.resume()
+				widgetGate.Resume()
 			}
 		})
 	}
@@ -228,7 +228,7 @@ func TestIntegrationPruneReleasesKeptChild(t *testing.T) {
 				err := mgr.GetClient().Get(t.Context(), client.ObjectKeyFromObject(data), &corev1.ConfigMap{})
 				return err == nil, fmt.Sprintf("data not in the cache: %v", err)
 			})
-			gate.pause()
+			gate.Pause()
 			if tc.markedUnseen {
 				if _, err := full(true).Apply(t.Context(), a, owner); err != nil {
 					t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/reconcile/internal/fixture"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -56,16 +57,16 @@ func configReady(live client.Object) (bool, string) {
 }
 
 func TestIntegrationGraphApplyRespectsDependencies(t *testing.T) {
-	f := newFixture(t)
-	a := f.applier()
+	f := fixture.New(t)
+	a := f.Applier()
 	build := func(ready string) *graph.Graph {
 		g := graph.New()
-		g.Add("web", deployment("web")).DependsOn("config")
+		g.Add("web", fixture.Deployment("web")).DependsOn("config")
 		g.Add("config", configMap("config", map[string]string{"ready": ready})).ReadyWhen(configReady)
 		return g
 	}
 
-	res, err := build("false").Apply(t.Context(), a, f.owner)
+	res, err := build("false").Apply(t.Context(), a, f.Owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +77,13 @@ func TestIntegrationGraphApplyRespectsDependencies(t *testing.T) {
 	if diff := cmp.Diff(wantWaiting, res.Waiting); diff != "" {
 		t.Errorf("waiting (-want +got):\n%s", diff)
 	}
-	err = f.env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: "web"}, &appsv1.Deployment{})
+	err = f.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.NS, Name: "web"}, &appsv1.Deployment{})
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("Deployment with an unready dependency exists (get: %v)", err)
 	}
-	f.waitCached(t, res.Child("config").Object)
+	f.WaitCached(t, res.Child("config").Object)
 
-	res, err = build("true").Apply(t.Context(), a, f.owner)
+	res, err = build("true").Apply(t.Context(), a, f.Owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +91,8 @@ func TestIntegrationGraphApplyRespectsDependencies(t *testing.T) {
 		t.Fatalf("result %+v: want config updated, web created, all ready", res.Children)
 	}
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	f.getLive(t, web)
-	if !ownership.IsControlledBy(web, f.owner) {
+	f.GetLive(t, web)
+	if !ownership.IsControlledBy(web, f.Owner) {
 		t.Errorf("web not controlled by the owner: %v", web.OwnerReferences)
 	}
 }
@@ -120,48 +121,48 @@ func childState(t *testing.T, c client.Client, owner, obj client.Object) string 
 // layer, the deletion resumes with a new manager, Graph and Applier (a controller restart), and a
 // foreign object recreated under a deleted child's name does not block it.
 func TestIntegrationGraphDelete(t *testing.T) {
-	f := newFixture(t)
-	roleName := f.ns + "-reader"
+	f := fixture.New(t)
+	roleName := f.NS + "-reader"
 	build := func() *graph.Graph {
 		g := graph.New()
 		g.Add("config", configMap("config", map[string]string{"k": "v"}))
 		g.Add("role", clusterRole(roleName)) // cluster-scoped: tracked, no owner reference
-		g.Add("web", deployment("web")).DependsOn("config", "role")
+		g.Add("web", fixture.Deployment("web")).DependsOn("config", "role")
 		g.Add("svc", service("svc")).DependsOn("web")
 		return g
 	}
-	res, err := build().Apply(t.Context(), f.applier(), f.owner)
+	res, err := build().Apply(t.Context(), f.Applier(), f.Owner)
 	if err != nil || !res.Ready {
 		t.Fatalf("apply: ready=%v err=%v", res.Ready, err)
 	}
 	// Layers, deleted from the last: [svc] then [web] then [config role].
 	objs := map[string]client.Object{
-		"config": &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "config"}},
+		"config": &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "config"}},
 		"role":   &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleName}},
-		"web":    &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"}},
-		"svc":    &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "svc"}},
+		"web":    &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "web"}},
+		"svc":    &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "svc"}},
 	}
 	names := []string{"svc", "web", "config", "role"}
 	layerOf := map[string]int{"svc": 2, "web": 1, "config": 0, "role": 0}
 	role := objs["role"].DeepCopyObject().(client.Object)
-	if err := f.env.Client.Get(t.Context(), client.ObjectKeyFromObject(role), role); err != nil {
+	if err := f.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(role), role); err != nil {
 		t.Fatal(err)
 	}
-	if len(role.GetOwnerReferences()) != 0 || !ownership.IsTrackedBy(role, f.owner) {
+	if len(role.GetOwnerReferences()) != 0 || !ownership.IsTrackedBy(role, f.Owner) {
 		t.Fatalf("cluster-scoped child: refs %v labels %v; want tracked without owner reference", role.GetOwnerReferences(), role.GetLabels())
 	}
 	// Hold the Service with a finalizer.
 	svc := &corev1.Service{}
-	if err := f.env.Client.Get(t.Context(), client.ObjectKeyFromObject(objs["svc"]), svc); err != nil {
+	if err := f.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(objs["svc"]), svc); err != nil {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(svc.DeepCopy())
 	svc.Finalizers = []string{"example.com/hold"}
-	if err := f.env.Client.Patch(t.Context(), svc, patch); err != nil {
+	if err := f.Env.Client.Patch(t.Context(), svc, patch); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		f.waitCached(t, f.uncached(t, o))
+		f.WaitCached(t, uncached(t, f, o))
 	}
 
 	var history []string
@@ -169,7 +170,7 @@ func TestIntegrationGraphDelete(t *testing.T) {
 		states := map[string]string{}
 		var line []string
 		for _, n := range names {
-			states[n] = childState(t, f.env.Client, f.owner, objs[n])
+			states[n] = childState(t, f.Env.Client, f.Owner, objs[n])
 			line = append(line, n+"="+states[n])
 		}
 		history = append(history, strings.Join(line, " "))
@@ -189,7 +190,7 @@ func TestIntegrationGraphDelete(t *testing.T) {
 
 	deleteOnce := func(mgr manager.Manager) bool {
 		t.Helper()
-		res, err := build().Delete(t.Context(), apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader()), f.owner)
+		res, err := build().Delete(t.Context(), apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader()), f.Owner)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,15 +199,15 @@ func TestIntegrationGraphDelete(t *testing.T) {
 
 	// Phase 1: the Service is terminating, held by its finalizer; nothing else is touched.
 	harness.Eventually(t, waitTimeout, func() (bool, string) {
-		if deleteOnce(f.mgr) {
+		if deleteOnce(f.Mgr) {
 			t.Fatal("Delete reported done while the Service is held")
 		}
 		cached := &corev1.Service{}
-		err := f.mgr.GetClient().Get(t.Context(), client.ObjectKeyFromObject(objs["svc"]), cached)
+		err := f.Mgr.GetClient().Get(t.Context(), client.ObjectKeyFromObject(objs["svc"]), cached)
 		return observe()["svc"] == "terminating" && err == nil && cached.DeletionTimestamp != nil, strings.Join(history, "\n")
 	})
 	for range 3 {
-		if deleteOnce(f.mgr) {
+		if deleteOnce(f.Mgr) {
 			t.Fatal("Delete reported done while the Service is held")
 		}
 		if s := observe(); s["web"] != "present" || s["config"] != "present" || s["role"] != "present" {
@@ -216,20 +217,20 @@ func TestIntegrationGraphDelete(t *testing.T) {
 
 	// Restart: a new manager (new cache), new Applier and Graph. Release the Service and put a
 	// foreign Service under its name at once: it is not ours, so it does not hold the deletion.
-	mgr2 := f.env.StartManager(t, nil)
-	if err := f.env.Client.Get(t.Context(), client.ObjectKeyFromObject(objs["svc"]), svc); err != nil {
+	mgr2 := f.Env.StartManager(t, nil)
+	if err := f.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(objs["svc"]), svc); err != nil {
 		t.Fatal(err)
 	}
 	oldUID := svc.UID
 	patch = client.MergeFrom(svc.DeepCopy())
 	svc.Finalizers = nil
-	if err := f.env.Client.Patch(t.Context(), svc, patch); err != nil {
+	if err := f.Env.Client.Patch(t.Context(), svc, patch); err != nil {
 		t.Fatal(err)
 	}
-	harness.WaitForDeletion(t, f.env.Client, svc, waitTimeout)
+	harness.WaitForDeletion(t, f.Env.Client, svc, waitTimeout)
 	foreign := service("svc")
-	foreign.Namespace = f.ns
-	if err := f.env.Client.Create(t.Context(), foreign); err != nil {
+	foreign.Namespace = f.NS
+	if err := f.Env.Client.Create(t.Context(), foreign); err != nil {
 		t.Fatal(err)
 	}
 	if foreign.UID == oldUID {
@@ -262,47 +263,47 @@ func TestIntegrationGraphDelete(t *testing.T) {
 }
 
 // uncached reads obj's current version from the API server.
-func (f *fixture) uncached(t *testing.T, obj client.Object) client.Object {
+func uncached(t *testing.T, f *fixture.Fixture, obj client.Object) client.Object {
 	t.Helper()
 	live := obj.DeepCopyObject().(client.Object)
-	if err := f.env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), live); err != nil {
+	if err := f.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), live); err != nil {
 		t.Fatal(err)
 	}
 	return live
 }
 
 func TestIntegrationPrune(t *testing.T) {
-	f := newFixture(t)
-	a := f.applier()
-	other := f.newOwner(t, "other")
+	f := fixture.New(t)
+	a := f.Applier()
+	other := f.NewOwner(t, "other")
 
 	full := graph.New()
 	full.Add("config", configMap("config", nil))
 	full.Add("svc", service("svc")).DependsOn("config")
-	if _, err := full.Apply(t.Context(), a, f.owner); err != nil {
+	if _, err := full.Apply(t.Context(), a, f.Owner); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := a.Apply(t.Context(), other, service("other-svc")); err != nil {
 		t.Fatal(err)
 	}
 	unlabelled := service("unlabelled")
-	unlabelled.Namespace = f.ns
-	if err := f.env.Client.Create(t.Context(), unlabelled); err != nil {
+	unlabelled.Namespace = f.NS
+	if err := f.Env.Client.Create(t.Context(), unlabelled); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range []client.Object{
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "svc"}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "other-svc"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "config"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "svc"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "other-svc"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "config"}},
 	} {
-		f.waitCached(t, f.uncached(t, o))
+		f.WaitCached(t, uncached(t, f, o))
 	}
 
 	// The optional Service is switched off.
 	reduced := graph.New()
 	reduced.Add("config", configMap("config", nil))
-	f.counter.Reset()
-	pruned, err := reduced.Prune(t.Context(), a, f.owner, &corev1.Service{}, &corev1.ConfigMap{})
+	f.Counter.Reset()
+	pruned, err := reduced.Prune(t.Context(), a, f.Owner, &corev1.Service{}, &corev1.ConfigMap{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,29 +314,29 @@ func TestIntegrationPrune(t *testing.T) {
 	if diff := cmp.Diff([]string{"svc"}, got); diff != "" {
 		t.Errorf("pruned (-want +got):\n%s", diff)
 	}
-	if n := f.counter.Snapshot().Count("delete", "services"); n != 1 {
-		t.Errorf("%d Service deletes, want 1:\n%s", n, f.counter.Snapshot())
+	if n := f.Counter.Snapshot().Count("delete", "services"); n != 1 {
+		t.Errorf("%d Service deletes, want 1:\n%s", n, f.Counter.Snapshot())
 	}
-	harness.WaitForDeletion(t, f.env.Client, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "svc"}}, waitTimeout)
+	harness.WaitForDeletion(t, f.Env.Client, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "svc"}}, waitTimeout)
 	for _, name := range []string{"other-svc", "unlabelled"} {
-		if err := f.env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: name}, &corev1.Service{}); err != nil {
+		if err := f.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.NS, Name: name}, &corev1.Service{}); err != nil {
 			t.Errorf("Service %s (not ours) was affected: %v", name, err)
 		}
 	}
-	if err := f.env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: "config"}, &corev1.ConfigMap{}); err != nil {
+	if err := f.Env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.NS, Name: "config"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("declared ConfigMap was affected: %v", err)
 	}
 
 	// Nothing left to prune: no further deletes.
 	harness.Eventually(t, waitTimeout, func() (bool, string) {
-		err := f.mgr.GetClient().Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: "svc"}, &corev1.Service{})
+		err := f.Mgr.GetClient().Get(t.Context(), client.ObjectKey{Namespace: f.NS, Name: "svc"}, &corev1.Service{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("cache still has svc: %v", err)
 	})
-	f.counter.Reset()
-	if pruned, err := reduced.Prune(t.Context(), a, f.owner, &corev1.Service{}, &corev1.ConfigMap{}); err != nil || len(pruned) != 0 {
+	f.Counter.Reset()
+	if pruned, err := reduced.Prune(t.Context(), a, f.Owner, &corev1.Service{}, &corev1.ConfigMap{}); err != nil || len(pruned) != 0 {
 		t.Errorf("second prune: %v, %v; want nothing", pruned, err)
 	}
-	if n := f.counter.Snapshot().Writes(); n != 0 {
+	if n := f.Counter.Snapshot().Writes(); n != 0 {
 		t.Errorf("second prune made %d writes", n)
 	}
 }
@@ -343,9 +344,9 @@ func TestIntegrationPrune(t *testing.T) {
 // TestIntegrationTrackedChildMapsToOwner: a cluster-scoped child of a namespaced owner carries
 // tracking labels only, and EnqueueTrackedOwner maps its events to the owner.
 func TestIntegrationTrackedChildMapsToOwner(t *testing.T) {
-	f := newFixture(t)
-	roleName := f.ns + "-tracked"
-	live, op, err := f.applier().Apply(t.Context(), f.owner, clusterRole(roleName))
+	f := fixture.New(t)
+	roleName := f.NS + "-tracked"
+	live, op, err := f.Applier().Apply(t.Context(), f.Owner, clusterRole(roleName))
 	if err != nil || op != apply.OperationCreated {
 		t.Fatalf("apply ClusterRole: %s, %v", op, err)
 	}
@@ -353,22 +354,22 @@ func TestIntegrationTrackedChildMapsToOwner(t *testing.T) {
 		t.Errorf("cluster-scoped child has owner references: %v", live.GetOwnerReferences())
 	}
 	ref, ok := ownership.TrackedOwner(live)
-	want := ownership.Reference{Kind: "ConfigMap", Namespace: f.ns, Name: "owner", UID: f.owner.UID}
+	want := ownership.Reference{Kind: "ConfigMap", Namespace: f.NS, Name: "owner", UID: f.Owner.UID}
 	if !ok || ref != want {
 		t.Errorf("TrackedOwner = %+v, %v; want %+v", ref, ok, want)
 	}
 
 	requests := make(chan types.NamespacedName, 100)
-	f.env.StartManager(t, func(mgr manager.Manager) error {
+	f.Env.StartManager(t, func(mgr manager.Manager) error {
 		return ctrl.NewControllerManagedBy(mgr).
-			Named("tracked-"+f.ns).
+			Named("tracked-"+f.NS).
 			Watches(&rbacv1.ClusterRole{}, ownership.EnqueueTrackedOwner(&corev1.ConfigMap{}, mgr.GetScheme())).
 			Complete(ctrlreconcile.Func(func(_ context.Context, req ctrlreconcile.Request) (ctrlreconcile.Result, error) {
 				requests <- req.NamespacedName
 				return ctrlreconcile.Result{}, nil
 			}))
 	})
-	ownerKey := client.ObjectKeyFromObject(f.owner)
+	ownerKey := client.ObjectKeyFromObject(f.Owner)
 	waitFor := func(what string) {
 		t.Helper()
 		var seen []types.NamespacedName
@@ -390,7 +391,7 @@ func TestIntegrationTrackedChildMapsToOwner(t *testing.T) {
 	// A change of the child maps to the owner again.
 	changed := clusterRole(roleName)
 	changed.Rules[0].Verbs = []string{"get", "list"}
-	if _, op, err := f.applier().Apply(t.Context(), f.owner, changed); err != nil || op != apply.OperationUpdated {
+	if _, op, err := f.Applier().Apply(t.Context(), f.Owner, changed); err != nil || op != apply.OperationUpdated {
 		t.Fatalf("update ClusterRole: %s, %v", op, err)
 	}
 	waitFor("update")

@@ -32,10 +32,10 @@ func TestIntegrationReconcilerReadsItsOwnWrites(t *testing.T) {
 	wc := setupWidgets(t, env)
 	ns := env.Namespace(t)
 	counter := harness.NewRequestCounter()
-	gate := newWatchGate()
-	mgr := env.StartManager(t, nil, harness.WithManagerConfig(gate.wrap(counter.Wrap(env.Config))),
+	gate := harness.NewWatchGate()
+	mgr := env.StartManager(t, nil, harness.WithManagerConfig(gate.Wrap(counter.Wrap(env.Config))),
 		harness.WithManagerOptions(func(o *manager.Options) { o.Scheme = widgetScheme }))
-	t.Cleanup(gate.resume) // before the manager stops (cleanups run last-registered first)
+	t.Cleanup(gate.Resume) // before the manager stops (cleanups run last-registered first)
 
 	cases := map[string]struct {
 		// ready: the config child is ready, so the first reconcile ends Ready, else Reconciling.
@@ -64,7 +64,7 @@ func TestIntegrationReconcilerReadsItsOwnWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Let the cache see the new Widget (and ConfigMaps), then hold it there.
-			gate.resume()
+			gate.Resume()
 			harness.Eventually(t, waitTimeout, func() (bool, string) {
 				err := mgr.GetClient().Get(t.Context(), client.ObjectKeyFromObject(w), &testapi.Widget{})
 				return err == nil, fmt.Sprintf("widget not in the cache: %v", err)
@@ -79,7 +79,7 @@ func TestIntegrationReconcilerReadsItsOwnWrites(t *testing.T) {
 					return err == nil, fmt.Sprintf("config not in the cache: %v", err)
 				})
 			}
-			gate.pause()
+			gate.Pause()
 			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}
 
 			counter.Reset()

@@ -62,3 +62,61 @@ func TestDelayWatches(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchGate: while paused, a watch of a gated resource returns nothing; on Resume it returns what
+// was held. A watch of another resource and a plain request pass while paused.
+func TestWatchGate(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"type":"ADDED"}`+"\n")
+	}))
+	t.Cleanup(srv.Close)
+	gate := NewWatchGate("configmaps")
+	base := &rest.Config{Host: srv.URL}
+	rt, err := rest.TransportFor(gate.Wrap(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.WrapTransport != nil {
+		t.Fatal("Wrap changed the config it was given")
+	}
+	read := func(path string) <-chan string {
+		out := make(chan string, 1)
+		go func() {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
+			if err != nil {
+				out <- err.Error()
+				return
+			}
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				out <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			out <- string(b)
+		}()
+		return out
+	}
+	gate.Pause()
+	gated := read("/api/v1/configmaps?watch=true")
+	for name, path := range map[string]string{"another resource's watch": "/api/v1/secrets?watch=true", "a list": "/api/v1/configmaps"} {
+		select {
+		case got := <-read(path):
+			if got != `{"type":"ADDED"}`+"\n" {
+				t.Errorf("%s while paused: %q", name, got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s was held by the paused gate", name)
+		}
+	}
+	select {
+	case got := <-gated:
+		t.Fatalf("the gated watch returned %q while paused", got)
+	case <-time.After(100 * time.Millisecond):
+	}
+	gate.Resume()
+	if got := <-gated; got != `{"type":"ADDED"}`+"\n" {
+		t.Errorf("the gated watch after Resume: %q", got)
+	}
+}

@@ -1,6 +1,6 @@
 //go:build integration
 
-package reconcile_test
+package apply_test
 
 import (
 	"testing"

@@ -1,16 +1,13 @@
 //go:build integration
 
-package reconcile_test
+package apply_test
 
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,158 +19,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/internal/fixture"
 	"github.com/convergo-dev/convergo/reconcile/internal/intent"
-	"github.com/convergo-dev/convergo/testing/harness"
 )
-
-// The integration tests run against a real kube-apiserver and etcd (plain harness mode: no
-// controller-manager, so no garbage collection and no Deployment controller).
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	// Fuzzing (the coordinator and each worker process run TestMain) exercises pure logic only:
-	// no control plane for it.
-	if flag.Lookup("test.fuzz").Value.String() != "" || flag.Lookup("test.fuzzworker").Value.String() == "true" {
-		os.Exit(m.Run())
-	}
-	harness.Main(m)
-}
-
-const waitTimeout = 90 * time.Second
-
-// fixture is a test namespace, an owner in it, and an Applier on a manager's cached client whose
-// requests are counted.
-type fixture struct {
-	env     *harness.Env
-	ns      string
-	mgr     manager.Manager
-	counter *harness.RequestCounter
-	owner   *corev1.ConfigMap
-}
-
-func newFixture(t *testing.T, opts ...harness.ManagerOption) *fixture {
-	t.Helper()
-	env := harness.Default()
-	f := &fixture{env: env, ns: env.Namespace(t), counter: harness.NewRequestCounter()}
-	f.mgr = env.StartManager(t, nil, append([]harness.ManagerOption{harness.WithManagerConfig(f.counter.Wrap(env.Config))}, opts...)...)
-	f.owner = f.newOwner(t, "owner")
-	return f
-}
-
-// newOwner creates a ConfigMap that serves as the owner of children (any object with a UID works).
-func (f *fixture) newOwner(t *testing.T, name string) *corev1.ConfigMap {
-	t.Helper()
-	o := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}
-	if err := f.env.Client.Create(t.Context(), o); err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
-
-func (f *fixture) applier(opts ...apply.Option) *apply.Applier {
-	return apply.NewApplier(f.mgr.GetClient(), f.mgr.GetAPIReader(), opts...)
-}
-
-// waitCached waits until the manager's cache holds obj's key with at least the given
-// resourceVersion's content (any object with a different resourceVersion than stale).
-func (f *fixture) waitCached(t *testing.T, obj client.Object) {
-	t.Helper()
-	key := client.ObjectKeyFromObject(obj)
-	cached := obj.DeepCopyObject().(client.Object)
-	harness.Eventually(t, waitTimeout, func() (bool, string) {
-		if err := f.mgr.GetClient().Get(t.Context(), key, cached); err != nil {
-			return false, err.Error()
-		}
-		return cached.GetResourceVersion() == obj.GetResourceVersion(),
-			fmt.Sprintf("cache at resourceVersion %s, want %s", cached.GetResourceVersion(), obj.GetResourceVersion())
-	})
-}
-
-// mustApply applies and checks the operation; it returns the live object and waits until the
-// cache has caught up with it.
-func (f *fixture) mustApply(t *testing.T, a *apply.Applier, desired client.Object, want apply.Operation) client.Object {
-	t.Helper()
-	live, op, err := a.Apply(t.Context(), f.owner, desired)
-	if err != nil {
-		t.Fatalf("apply %s: %v", desired.GetName(), err)
-	}
-	if op != want {
-		t.Fatalf("apply %s: %s, want %s", desired.GetName(), op, want)
-	}
-	if live != nil {
-		f.waitCached(t, live)
-	}
-	return live
-}
-
-// deployment returns a Deployment that sets none of the fields the API server defaults.
-func deployment(name string, mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:  "web",
-					Image: "nginx:1.27",
-					Env:   []corev1.EnvVar{{Name: "KEEP", Value: "1"}},
-				}}},
-			},
-		},
-	}
-	for _, m := range mutate {
-		m(d)
-	}
-	return d
-}
-
-func (f *fixture) getLive(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := f.env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: obj.GetName()}, obj); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// richDeployment sets many kinds of fields the server normalises or defaults around: probes with
-// named and numeric ports, quantities in non-canonical form, an emptyDir, security context, env
-// from a ConfigMap, a rolling update strategy with maxUnavailable 0.
-func richDeployment(name string) *appsv1.Deployment {
-	return deployment(name, func(d *appsv1.Deployment) {
-		d.Spec.Replicas = ptr.To[int32](2)
-		d.Spec.Strategy = appsv1.DeploymentStrategy{
-			Type: appsv1.RollingUpdateDeploymentStrategyType,
-			RollingUpdate: &appsv1.RollingUpdateDeployment{
-				MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-				MaxSurge:       ptr.To(intstr.FromString("50%")),
-			},
-		}
-		pod := &d.Spec.Template.Spec
-		pod.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
-		pod.Volumes = []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-		c := &pod.Containers[0]
-		c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}}
-		c.Resources = corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.25"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m"), corev1.ResourceMemory: resource.MustParse("0.5Gi")},
-		}
-		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}, PeriodSeconds: 5}
-		c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}
-		c.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
-		c.VolumeMounts = []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
-		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "config"}}}}
-	})
-}
 
 func TestIntegrationApplyNoSpuriousWrites(t *testing.T) {
 	cases := map[string]func(ns string) client.Object{
-		"deployment without defaulted fields": func(string) client.Object { return deployment("web") },
-		"deployment with many field kinds":    func(string) client.Object { return richDeployment("rich") },
+		"deployment without defaulted fields": func(string) client.Object { return fixture.Deployment("web") },
+		"deployment with many field kinds":    func(string) client.Object { return fixture.RichDeployment("rich") },
 		"service": func(string) client.Object {
 			return &corev1.Service{
 				ObjectMeta: metav1.ObjectMeta{Name: "svc", Labels: map[string]string{"app": "web"}},
@@ -205,13 +61,13 @@ func TestIntegrationApplyNoSpuriousWrites(t *testing.T) {
 	}
 	for name, desired := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			a := f.applier()
-			f.mustApply(t, a, desired(f.ns), apply.OperationCreated)
+			f := fixture.New(t)
+			a := f.Applier()
+			f.MustApply(t, a, desired(f.NS), apply.OperationCreated)
 
-			f.counter.Reset()
+			f.Counter.Reset()
 			for i := range 5 {
-				_, op, err := a.Apply(t.Context(), f.owner, desired(f.ns))
+				_, op, err := a.Apply(t.Context(), f.Owner, desired(f.NS))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -219,7 +75,7 @@ func TestIntegrationApplyNoSpuriousWrites(t *testing.T) {
 					t.Fatalf("apply %d: %s, want Unchanged", i, op)
 				}
 			}
-			reqs := f.counter.Snapshot()
+			reqs := f.Counter.Snapshot()
 			if reqs.Writes() != 0 || reqs.Count("get", "") != 0 {
 				t.Errorf("repeated applies of a converged child made requests:\n%s", reqs)
 			}
@@ -228,38 +84,38 @@ func TestIntegrationApplyNoSpuriousWrites(t *testing.T) {
 }
 
 func TestIntegrationApplyIgnoresServerDefaults(t *testing.T) {
-	f := newFixture(t)
-	f.mustApply(t, f.applier(), deployment("web"), apply.OperationCreated)
+	f := fixture.New(t)
+	f.MustApply(t, f.Applier(), fixture.Deployment("web"), apply.OperationCreated)
 	// The server defaulted plenty, none of which we sent.
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	f.getLive(t, live)
+	f.GetLive(t, live)
 	if live.Spec.Replicas == nil || live.Spec.Template.Spec.Containers[0].ImagePullPolicy == "" || live.Spec.RevisionHistoryLimit == nil {
 		t.Fatalf("expected server defaults in the live object: %+v", live.Spec)
 	}
-	if _, op, err := f.applier().Apply(t.Context(), f.owner, deployment("web")); err != nil || op != apply.OperationUnchanged {
+	if _, op, err := f.Applier().Apply(t.Context(), f.Owner, fixture.Deployment("web")); err != nil || op != apply.OperationUnchanged {
 		t.Fatalf("apply over server defaults: %s, %v; want Unchanged", op, err)
 	}
 }
 
 func TestIntegrationApplyRemovesDroppedFields(t *testing.T) {
-	f := newFixture(t)
-	a := f.applier()
-	f.mustApply(t, a, deployment("web", func(d *appsv1.Deployment) {
+	f := fixture.New(t)
+	a := f.Applier()
+	f.MustApply(t, a, fixture.Deployment("web", func(d *appsv1.Deployment) {
 		d.Annotations = map[string]string{"example.com/drop": "x", "example.com/keep": "y"}
 		d.Labels = map[string]string{"drop": "x"}
 		d.Spec.Template.Spec.Containers[0].Env = append(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "DROP", Value: "x"})
 	}), apply.OperationCreated)
 
-	f.counter.Reset()
-	f.mustApply(t, a, deployment("web", func(d *appsv1.Deployment) {
+	f.Counter.Reset()
+	f.MustApply(t, a, fixture.Deployment("web", func(d *appsv1.Deployment) {
 		d.Annotations = map[string]string{"example.com/keep": "y"}
 	}), apply.OperationUpdated)
-	if n := f.counter.Snapshot().Writes(); n != 1 {
-		t.Errorf("%d writes to remove fields, want 1:\n%s", n, f.counter.Snapshot())
+	if n := f.Counter.Snapshot().Writes(); n != 1 {
+		t.Errorf("%d writes to remove fields, want 1:\n%s", n, f.Counter.Snapshot())
 	}
 
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	f.getLive(t, live)
+	f.GetLive(t, live)
 	if _, ok := live.Annotations["example.com/drop"]; ok {
 		t.Errorf("dropped annotation still there: %v", live.Annotations)
 	}
@@ -272,7 +128,7 @@ func TestIntegrationApplyRemovesDroppedFields(t *testing.T) {
 	if env := live.Spec.Template.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != "KEEP" {
 		t.Errorf("env = %v, want only KEEP", env)
 	}
-	if live.Labels[ownership.OwnerUIDLabel] != string(f.owner.UID) {
+	if live.Labels[ownership.OwnerUIDLabel] != string(f.Owner.UID) {
 		t.Errorf("tracking label lost: %v", live.Labels)
 	}
 }
@@ -283,9 +139,9 @@ func TestIntegrationApplyRemovesDroppedFields(t *testing.T) {
 // controller a write). Each step uses a new Applier, as after a restart, so only the live object (a
 // whole cached copy) tells what was applied.
 func TestIntegrationApplyIntentHashFollowsFields(t *testing.T) {
-	f := newFixture(t)
+	f := fixture.New(t)
 	desired := func(replicas int32, effect corev1.TaintEffect, env ...string) *appsv1.Deployment {
-		return deployment("web", func(d *appsv1.Deployment) {
+		return fixture.Deployment("web", func(d *appsv1.Deployment) {
 			d.Spec.Replicas = ptr.To(replicas)
 			d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: effect}}
 			for _, name := range env {
@@ -296,10 +152,10 @@ func TestIntegrationApplyIntentHashFollowsFields(t *testing.T) {
 	live := func(t *testing.T) *appsv1.Deployment {
 		t.Helper()
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-		f.getLive(t, d)
+		f.GetLive(t, d)
 		return d
 	}
-	f.mustApply(t, f.applier(), desired(1, corev1.TaintEffectNoSchedule, "DROP"), apply.OperationCreated)
+	f.MustApply(t, f.Applier(), desired(1, corev1.TaintEffectNoSchedule, "DROP"), apply.OperationCreated)
 	steps := []struct {
 		name       string
 		desired    *appsv1.Deployment
@@ -334,10 +190,10 @@ func TestIntegrationApplyIntentHashFollowsFields(t *testing.T) {
 	}
 	before := live(t).Annotations[intent.HashAnnotation]
 	for _, st := range steps {
-		f.counter.Reset()
-		f.mustApply(t, f.applier(), st.desired, st.want)
-		if n := f.counter.Snapshot().Writes(); n != st.wantWrites {
-			t.Errorf("%s: %d writes, want %d:\n%s", st.name, n, st.wantWrites, f.counter.Snapshot())
+		f.Counter.Reset()
+		f.MustApply(t, f.Applier(), st.desired, st.want)
+		if n := f.Counter.Snapshot().Writes(); n != st.wantWrites {
+			t.Errorf("%s: %d writes, want %d:\n%s", st.name, n, st.wantWrites, f.Counter.Snapshot())
 		}
 		d := live(t)
 		hash := d.Annotations[intent.HashAnnotation]
@@ -352,8 +208,8 @@ func TestIntegrationApplyIntentHashFollowsFields(t *testing.T) {
 }
 
 func TestIntegrationApplyChangeAndQuantities(t *testing.T) {
-	f := newFixture(t)
-	a := f.applier()
+	f := fixture.New(t)
+	a := f.Applier()
 	withResources := func(cpu, memory string) func(*appsv1.Deployment) {
 		return func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{
@@ -361,32 +217,32 @@ func TestIntegrationApplyChangeAndQuantities(t *testing.T) {
 			}
 		}
 	}
-	f.mustApply(t, a, deployment("web", withResources("1000m", "1024Mi")), apply.OperationCreated)
+	f.MustApply(t, a, fixture.Deployment("web", withResources("1000m", "1024Mi")), apply.OperationCreated)
 
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	f.getLive(t, live)
+	f.GetLive(t, live)
 	if got := live.Spec.Template.Spec.Containers[0].Resources.Limits.Cpu().String(); got != "1" {
 		t.Logf("server kept cpu as %q", got) // canonicalised to "1" by current servers
 	}
 
-	f.counter.Reset()
+	f.Counter.Reset()
 	for range 3 {
-		if _, op, err := a.Apply(t.Context(), f.owner, deployment("web", withResources("1000m", "1024Mi"))); err != nil || op != apply.OperationUnchanged {
+		if _, op, err := a.Apply(t.Context(), f.Owner, fixture.Deployment("web", withResources("1000m", "1024Mi"))); err != nil || op != apply.OperationUnchanged {
 			t.Fatalf("re-apply of canonicalised quantities: %s, %v; want Unchanged", op, err)
 		}
 	}
-	if n := f.counter.Snapshot().Writes(); n != 0 {
+	if n := f.Counter.Snapshot().Writes(); n != 0 {
 		t.Errorf("%d writes for quantities the server canonicalised, want 0", n)
 	}
 
-	f.mustApply(t, a, deployment("web", withResources("1000m", "1024Mi"), func(d *appsv1.Deployment) {
+	f.MustApply(t, a, fixture.Deployment("web", withResources("1000m", "1024Mi"), func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
 	}), apply.OperationUpdated)
-	reqs := f.counter.Snapshot()
+	reqs := f.Counter.Snapshot()
 	if reqs.Writes() != 1 || reqs.Count("patch", "deployments") != 1 {
 		t.Errorf("a changed image took other than exactly one patch:\n%s", reqs)
 	}
-	f.getLive(t, live)
+	f.GetLive(t, live)
 	if img := live.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.28" {
 		t.Errorf("image = %s, want nginx:1.28", img)
 	}
@@ -396,37 +252,37 @@ func TestIntegrationApplyChangeAndQuantities(t *testing.T) {
 // ("5000" bytes in binary format is held as "5k") causes no write, while a string that merely looks
 // like a number, changed by someone else ("1.10" to "1.1"), is drift and is repaired.
 func TestIntegrationApplyQuantitiesAsHeldAndStringsAsWritten(t *testing.T) {
-	f := newFixture(t)
-	a := f.applier()
+	f := fixture.New(t)
+	a := f.Applier()
 	oddMemory := func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
 			corev1.ResourceMemory: *resource.NewQuantity(5000*1024*1024+5000, resource.BinarySI),
 		}
 	}
-	f.mustApply(t, a, deployment("odd", oddMemory), apply.OperationCreated)
-	f.counter.Reset()
+	f.MustApply(t, a, fixture.Deployment("odd", oddMemory), apply.OperationCreated)
+	f.Counter.Reset()
 	for range 3 {
-		if _, op, err := a.Apply(t.Context(), f.owner, deployment("odd", oddMemory)); err != nil || op != apply.OperationUnchanged {
+		if _, op, err := a.Apply(t.Context(), f.Owner, fixture.Deployment("odd", oddMemory)); err != nil || op != apply.OperationUnchanged {
 			t.Fatalf("re-apply of a quantity the server re-serialised: %s, %v; want Unchanged", op, err)
 		}
 	}
-	if n := f.counter.Snapshot().Writes(); n != 0 {
+	if n := f.Counter.Snapshot().Writes(); n != 0 {
 		t.Errorf("%d writes for a quantity the server re-serialised, want 0", n)
 	}
 
 	config := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "versions"}, Data: map[string]string{"version": "1.10"}}
 	}
-	f.mustApply(t, a, config(), apply.OperationCreated)
+	f.MustApply(t, a, config(), apply.OperationCreated)
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"version":"1.1"}}`))
-	tampered := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "versions", Namespace: f.ns}}
-	if err := f.env.Client.Patch(t.Context(), tampered, patch); err != nil {
+	tampered := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "versions", Namespace: f.NS}}
+	if err := f.Env.Client.Patch(t.Context(), tampered, patch); err != nil {
 		t.Fatal(err)
 	}
-	f.waitCached(t, tampered)
-	f.mustApply(t, a, config(), apply.OperationUpdated)
+	f.WaitCached(t, tampered)
+	f.MustApply(t, a, config(), apply.OperationUpdated)
 	live := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "versions"}}
-	f.getLive(t, live)
+	f.GetLive(t, live)
 	if diff := cmp.Diff(map[string]string{"version": "1.10"}, live.Data); diff != "" {
 		t.Errorf("data after the repair (-want +got):\n%s", diff)
 	}
@@ -445,11 +301,11 @@ func managedFieldsOf(t *testing.T, obj client.Object, manager string) string {
 }
 
 func TestIntegrationApplyOwnsOnlyWhatItSets(t *testing.T) {
-	f := newFixture(t)
-	a := f.applier(apply.WithFieldManager("convergo-test"))
-	f.mustApply(t, a, deployment("web"), apply.OperationCreated)
+	f := fixture.New(t)
+	a := f.Applier(apply.WithFieldManager("convergo-test"))
+	f.MustApply(t, a, fixture.Deployment("web"), apply.OperationCreated)
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	f.getLive(t, live)
+	f.GetLive(t, live)
 	fields := managedFieldsOf(t, live, "convergo-test")
 	t.Logf("fields owned by our manager: %s", fields)
 
@@ -471,61 +327,61 @@ func TestIntegrationApplyOwnsOnlyWhatItSets(t *testing.T) {
 }
 
 func TestIntegrationApplyNeverSteals(t *testing.T) {
-	f := newFixture(t)
-	other := f.newOwner(t, "other")
+	f := fixture.New(t)
+	other := f.NewOwner(t, "other")
 
 	// A Deployment controlled by another owner.
-	if _, _, err := f.applier().Apply(t.Context(), other, deployment("taken")); err != nil {
+	if _, _, err := f.Applier().Apply(t.Context(), other, fixture.Deployment("taken")); err != nil {
 		t.Fatal(err)
 	}
 	taken := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "taken"}}
-	f.getLive(t, taken)
-	f.waitCached(t, taken)
-	f.counter.Reset()
-	_, _, err := f.applier(apply.WithAdoptOrphans()).Apply(t.Context(), f.owner, deployment("taken"))
+	f.GetLive(t, taken)
+	f.WaitCached(t, taken)
+	f.Counter.Reset()
+	_, _, err := f.Applier(apply.WithAdoptOrphans()).Apply(t.Context(), f.Owner, fixture.Deployment("taken"))
 	var owned *ownership.AlreadyOwnedError
 	if !errors.As(err, &owned) {
 		t.Fatalf("apply over another owner's child: %v, want *ownership.AlreadyOwnedError", err)
 	}
-	for _, want := range []string{"ConfigMap " + f.ns + "/other", string(other.UID), "ConfigMap " + f.ns + "/owner", string(f.owner.UID), "Deployment " + f.ns + "/taken"} {
+	for _, want := range []string{"ConfigMap " + f.NS + "/other", string(other.UID), "ConfigMap " + f.NS + "/owner", string(f.Owner.UID), "Deployment " + f.NS + "/taken"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
 	}
-	if n := f.counter.Snapshot().Writes(); n != 0 {
+	if n := f.Counter.Snapshot().Writes(); n != 0 {
 		t.Errorf("%d writes despite the refusal", n)
 	}
 
 	// An orphan: created by someone else, no controller.
-	orphan := deployment("orphan")
-	orphan.Namespace = f.ns
-	if err := f.env.Client.Create(t.Context(), orphan); err != nil {
+	orphan := fixture.Deployment("orphan")
+	orphan.Namespace = f.NS
+	if err := f.Env.Client.Create(t.Context(), orphan); err != nil {
 		t.Fatal(err)
 	}
-	f.waitCached(t, orphan)
-	_, _, err = f.applier().Apply(t.Context(), f.owner, deployment("orphan"))
+	f.WaitCached(t, orphan)
+	_, _, err = f.Applier().Apply(t.Context(), f.Owner, fixture.Deployment("orphan"))
 	var orphanErr *apply.OrphanError
 	if !errors.As(err, &orphanErr) || !strings.Contains(err.Error(), "WithAdoptOrphans") {
 		t.Fatalf("apply over an orphan: %v, want *apply.OrphanError naming the option", err)
 	}
-	f.mustApply(t, f.applier(apply.WithAdoptOrphans()), deployment("orphan"), apply.OperationUpdated)
-	f.getLive(t, orphan)
-	if !ownership.IsControlledBy(orphan, f.owner) {
+	f.MustApply(t, f.Applier(apply.WithAdoptOrphans()), fixture.Deployment("orphan"), apply.OperationUpdated)
+	f.GetLive(t, orphan)
+	if !ownership.IsControlledBy(orphan, f.Owner) {
 		t.Errorf("adopted orphan not controlled by the owner: %v", orphan.OwnerReferences)
 	}
 }
 
 func TestIntegrationApplyImmutableSelector(t *testing.T) {
-	f := newFixture(t)
-	f.mustApply(t, f.applier(), deployment("web"), apply.OperationCreated)
+	f := fixture.New(t)
+	f.MustApply(t, f.Applier(), fixture.Deployment("web"), apply.OperationCreated)
 	before := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	f.getLive(t, before)
+	f.GetLive(t, before)
 
 	relabel := func(d *appsv1.Deployment) {
 		d.Spec.Selector.MatchLabels = map[string]string{"app": "web", "v": "2"}
 		d.Spec.Template.Labels = map[string]string{"app": "web", "v": "2"}
 	}
-	_, _, err := f.applier().Apply(t.Context(), f.owner, deployment("web", relabel))
+	_, _, err := f.Applier().Apply(t.Context(), f.Owner, fixture.Deployment("web", relabel))
 	var immutable *apply.ImmutableFieldError
 	if !errors.As(err, &immutable) {
 		t.Fatalf("selector change: %v, want *apply.ImmutableFieldError", err)
@@ -534,7 +390,7 @@ func TestIntegrationApplyImmutableSelector(t *testing.T) {
 		t.Errorf("error %q does not name the field and the option", err)
 	}
 
-	live := f.mustApply(t, f.applier(apply.WithRecreateOnImmutable()), deployment("web", relabel), apply.OperationRecreated)
+	live := f.MustApply(t, f.Applier(apply.WithRecreateOnImmutable()), fixture.Deployment("web", relabel), apply.OperationRecreated)
 	if live == nil {
 		t.Fatal("recreated Deployment not returned (the old one was deleted synchronously)")
 	}
@@ -545,35 +401,35 @@ func TestIntegrationApplyImmutableSelector(t *testing.T) {
 	if after.Spec.Selector.MatchLabels["v"] != "2" {
 		t.Errorf("selector = %v, want the new one", after.Spec.Selector.MatchLabels)
 	}
-	if _, op, err := f.applier(apply.WithRecreateOnImmutable()).Apply(t.Context(), f.owner, deployment("web", relabel)); err != nil || op != apply.OperationUnchanged {
+	if _, op, err := f.Applier(apply.WithRecreateOnImmutable()).Apply(t.Context(), f.Owner, fixture.Deployment("web", relabel)); err != nil || op != apply.OperationUnchanged {
 		t.Errorf("apply after recreate: %s, %v; want Unchanged", op, err)
 	}
 }
 
 // TestIntegrationApplyFunc checks the controllerutil-style variant.
 func TestIntegrationApplyFunc(t *testing.T) {
-	f := newFixture(t)
-	a := f.applier()
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}}
+	f := fixture.New(t)
+	a := f.Applier()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.NS}}
 	mutate := func() error {
-		d.Spec = deployment("web").Spec
+		d.Spec = fixture.Deployment("web").Spec
 		return nil
 	}
-	op, err := a.ApplyFunc(t.Context(), f.owner, d, mutate)
+	op, err := a.ApplyFunc(t.Context(), f.Owner, d, mutate)
 	if err != nil || op != apply.OperationCreated {
 		t.Fatalf("ApplyFunc: %s, %v; want Created", op, err)
 	}
 	if d.UID == "" || d.Spec.Replicas == nil {
 		t.Errorf("ApplyFunc did not leave the live object in obj: uid %q replicas %v", d.UID, d.Spec.Replicas)
 	}
-	f.waitCached(t, d)
-	f.counter.Reset()
+	f.WaitCached(t, d)
+	f.Counter.Reset()
 	for range 3 {
-		if op, err := a.ApplyFunc(t.Context(), f.owner, d, mutate); err != nil || op != apply.OperationUnchanged {
+		if op, err := a.ApplyFunc(t.Context(), f.Owner, d, mutate); err != nil || op != apply.OperationUnchanged {
 			t.Fatalf("ApplyFunc again: %s, %v; want Unchanged", op, err)
 		}
 	}
-	if n := f.counter.Snapshot().Writes(); n != 0 {
+	if n := f.Counter.Snapshot().Writes(); n != 0 {
 		t.Errorf("%d writes for an unchanged ApplyFunc, want 0", n)
 	}
 }
@@ -583,22 +439,22 @@ func TestIntegrationApplyFunc(t *testing.T) {
 // apply (server-side apply removes what the field manager no longer applies), keeps its UID label and
 // owner reference, still names its owner, and then holds the intent without a write.
 func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
-	f := newFixture(t)
-	old := deployment("web", func(d *appsv1.Deployment) {
+	f := fixture.New(t)
+	old := fixture.Deployment("web", func(d *appsv1.Deployment) {
 		d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
-		d.Namespace = f.ns
-		d.Labels = map[string]string{ownership.OwnerUIDLabel: string(f.owner.UID), ownership.OwnerKindLabel: "ConfigMap"}
-		d.Annotations = map[string]string{ownership.OwnerNameAnnotation: f.owner.Name, ownership.OwnerNamespaceAnnotation: f.ns}
-		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: f.owner.Name, UID: f.owner.UID,
+		d.Namespace = f.NS
+		d.Labels = map[string]string{ownership.OwnerUIDLabel: string(f.Owner.UID), ownership.OwnerKindLabel: "ConfigMap"}
+		d.Annotations = map[string]string{ownership.OwnerNameAnnotation: f.Owner.Name, ownership.OwnerNamespaceAnnotation: f.NS}
+		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: f.Owner.Name, UID: f.Owner.UID,
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 	})
-	if err := f.env.Client.Patch(t.Context(), old, client.Apply, client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
+	if err := f.Env.Client.Patch(t.Context(), old, client.Apply, client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 
-	f.mustApply(t, f.applier(), deployment("web"), apply.OperationUpdated)
+	f.MustApply(t, f.Applier(), fixture.Deployment("web"), apply.OperationUpdated)
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	f.getLive(t, live)
+	f.GetLive(t, live)
 	marks := func(m map[string]string, keys ...string) map[string]string {
 		out := map[string]string{}
 		for _, k := range keys {
@@ -608,7 +464,7 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff(map[string]string{ownership.OwnerUIDLabel: string(f.owner.UID)},
+	if diff := cmp.Diff(map[string]string{ownership.OwnerUIDLabel: string(f.Owner.UID)},
 		marks(live.Labels, ownership.OwnerUIDLabel, ownership.OwnerKindLabel, ownership.OwnerGroupLabel)); diff != "" {
 		t.Errorf("tracking labels after the apply (-want +got):\n%s", diff)
 	}
@@ -616,15 +472,15 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 		t.Errorf("tracking annotations after the apply (-want +got):\n%s", diff)
 	}
 	got, ok := ownership.TrackedOwner(live)
-	want := ownership.Reference{Kind: "ConfigMap", Namespace: f.ns, Name: f.owner.Name, UID: f.owner.UID}
+	want := ownership.Reference{Kind: "ConfigMap", Namespace: f.NS, Name: f.Owner.Name, UID: f.Owner.UID}
 	if diff := cmp.Diff(want, got); diff != "" || !ok {
 		t.Errorf("TrackedOwner = _, %t (-want +got):\n%s", ok, diff)
 	}
 
-	f.counter.Reset()
-	f.mustApply(t, f.applier(), deployment("web"), apply.OperationUnchanged)
-	if n := f.counter.Snapshot().Writes(); n != 0 {
-		t.Errorf("%d writes once the marks are gone, want 0:\n%s", n, f.counter.Snapshot())
+	f.Counter.Reset()
+	f.MustApply(t, f.Applier(), fixture.Deployment("web"), apply.OperationUnchanged)
+	if n := f.Counter.Snapshot().Writes(); n != 0 {
+		t.Errorf("%d writes once the marks are gone, want 0:\n%s", n, f.Counter.Snapshot())
 	}
 }
 
@@ -643,15 +499,15 @@ func TestIntegrationApplierWithConnection(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
+			f := fixture.New(t)
 			opts := tc.opts
 			if tc.wantGone {
-				opts = []apply.Option{apply.WithConnection(f.mgr.GetConfig(), f.mgr.GetHTTPClient())}
+				opts = []apply.Option{apply.WithConnection(f.Mgr.GetConfig(), f.Mgr.GetHTTPClient())}
 			}
-			a := f.applier(opts...)
+			a := f.Applier(opts...)
 			desired := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child"}, Data: map[string]string{"k": "v"}}
-			f.mustApply(t, a, desired, apply.OperationCreated)
-			step, err := a.Delete(t.Context(), f.owner, desired)
+			f.MustApply(t, a, desired, apply.OperationCreated)
+			step, err := a.Delete(t.Context(), f.Owner, desired)
 			if err != nil {
 				t.Fatal(err)
 			}
