@@ -23,6 +23,7 @@ import (
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/reconcile/internal/fixture"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -213,8 +214,8 @@ func TestIntegrationPruneReleasesKeptChild(t *testing.T) {
 			a := apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader())
 			full := func(keep bool) *graph.Graph {
 				g := graph.New()
-				g.Add("config", configMap("config", nil))
-				data := g.Add("data", configMap("data", map[string]string{"k": "v"}))
+				g.Add("config", fixture.ConfigMap("config", nil))
+				data := g.Add("data", fixture.ConfigMap("data", map[string]string{"k": "v"}))
 				if keep {
 					data.KeepOnDelete()
 				}
@@ -235,7 +236,7 @@ func TestIntegrationPruneReleasesKeptChild(t *testing.T) {
 				}
 			}
 			reduced := graph.New()
-			reduced.Add("config", configMap("config", nil))
+			reduced.Add("config", fixture.ConfigMap("config", nil))
 			counter.Reset()
 			var pruned []client.Object
 			for range 3 {

@@ -1,6 +1,6 @@
 //go:build integration
 
-package reconcile_test
+package graph_test
 
 import (
 	"context"
@@ -27,10 +27,6 @@ import (
 	"github.com/convergo-dev/convergo/reconcile/internal/fixture"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
-
-func configMap(name string, data map[string]string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
-}
 
 func service(name string) *corev1.Service {
 	return &corev1.Service{
@@ -62,7 +58,7 @@ func TestIntegrationGraphApplyRespectsDependencies(t *testing.T) {
 	build := func(ready string) *graph.Graph {
 		g := graph.New()
 		g.Add("web", fixture.Deployment("web")).DependsOn("config")
-		g.Add("config", configMap("config", map[string]string{"ready": ready})).ReadyWhen(configReady)
+		g.Add("config", fixture.ConfigMap("config", map[string]string{"ready": ready})).ReadyWhen(configReady)
 		return g
 	}
 
@@ -125,7 +121,7 @@ func TestIntegrationGraphDelete(t *testing.T) {
 	roleName := f.NS + "-reader"
 	build := func() *graph.Graph {
 		g := graph.New()
-		g.Add("config", configMap("config", map[string]string{"k": "v"}))
+		g.Add("config", fixture.ConfigMap("config", map[string]string{"k": "v"}))
 		g.Add("role", clusterRole(roleName)) // cluster-scoped: tracked, no owner reference
 		g.Add("web", fixture.Deployment("web")).DependsOn("config", "role")
 		g.Add("svc", service("svc")).DependsOn("web")
@@ -278,7 +274,7 @@ func TestIntegrationPrune(t *testing.T) {
 	other := f.NewOwner(t, "other")
 
 	full := graph.New()
-	full.Add("config", configMap("config", nil))
+	full.Add("config", fixture.ConfigMap("config", nil))
 	full.Add("svc", service("svc")).DependsOn("config")
 	if _, err := full.Apply(t.Context(), a, f.Owner); err != nil {
 		t.Fatal(err)
@@ -301,7 +297,7 @@ func TestIntegrationPrune(t *testing.T) {
 
 	// The optional Service is switched off.
 	reduced := graph.New()
-	reduced.Add("config", configMap("config", nil))
+	reduced.Add("config", fixture.ConfigMap("config", nil))
 	f.Counter.Reset()
 	pruned, err := reduced.Prune(t.Context(), a, f.Owner, &corev1.Service{}, &corev1.ConfigMap{})
 	if err != nil {
