@@ -36,7 +36,6 @@ type reconcilerConfig struct {
 	changeEvents  bool
 	pollInterval  time.Duration
 	watches       []extraWatch
-	observer      reconcileObserver
 	rateLimiter   workqueue.TypedRateLimiter[ctrl.Request]
 	shard         *sharding.Shard
 	// everyChildChange: every child update wakes the owner (WithEveryChildChange).

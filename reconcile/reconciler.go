@@ -160,7 +160,6 @@ type Reconciler[T Object] struct {
 	failedFn     func(context.Context, T, error)
 	owns         []client.Object
 	watches      []extraWatch
-	observer     reconcileObserver
 	rateLimiter  workqueue.TypedRateLimiter[ctrl.Request]
 	poll         time.Duration
 	interval     time.Duration

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/convergo-dev/convergo/ownership"
@@ -73,7 +72,6 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		maxConc:      cfg.maxConcurrent,
 		deletionConc: cfg.deletionConcurrent,
 		watches:      cfg.watches,
-		observer:     cfg.observer,
 		rateLimiter:  cfg.rateLimiter,
 		watched:      map[schema.GroupVersionKind]client.Object{},
 		finalizing:   map[types.NamespacedName]bool{},
@@ -212,11 +210,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if err := r.createInformers(mgr); err != nil {
 		return fmt.Errorf("set up controller %s: %w", r.name, err)
 	}
-	var rec ctrlreconcile.Reconciler = r
-	if r.observer != nil {
-		rec = observed{next: r, observer: r.observer}
-	}
-	c, err := b.Build(rec)
+	c, err := b.Build(observed{next: r})
 	if err != nil {
 		return fmt.Errorf("set up controller %s: %w", r.name, err)
 	}

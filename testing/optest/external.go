@@ -180,8 +180,8 @@ func (e *countedExternal[S]) Observe(ctx context.Context, id string, want S) (gr
 }
 
 // Apply records the call and passes it on.
-func (e *countedExternal[S]) Apply(ctx context.Context, id string, want S, owner string) error {
-	return e.counter.do(ctx, e.ext.Kind(), StepApply, id, func() error { return e.ext.Apply(ctx, id, want, owner) })
+func (e *countedExternal[S]) Apply(ctx context.Context, id string, want S, found graph.Observation, owner string) error {
+	return e.counter.do(ctx, e.ext.Kind(), StepApply, id, func() error { return e.ext.Apply(ctx, id, want, found, owner) })
 }
 
 // Delete records the call and passes it on.

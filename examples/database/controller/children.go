@@ -64,18 +64,15 @@ func (c *children) build(ctx context.Context, db *v1alpha1.Database) (*graph.Gra
 	if err != nil {
 		return nil, err
 	}
-	g := graph.New(graph.WithExternalKinds[GrantState](Grants{Pool: c.server.Pool}))
-	every := c.server.Interval
-	retain := db.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRetain
-	role := graph.AddExternal(g, NodeRole, Roles{Pool: c.server.Pool}, name, RoleState{Password: password}).ObserveEvery(every)
-	database := graph.AddExternal(g, NodeDatabase, Databases{Pool: c.server.Pool}, name, DatabaseState{Owner: name}).
-		DependsOn(NodeRole).ObserveEvery(every)
+	pool, every := c.server.Pool, c.server.Interval
+	g := graph.New(graph.WithExternalKinds(grants(pool)))
+	role := graph.AddExternal(g, NodeRole, roles(pool), name, roleState{password: password}).ObserveEvery(every)
+	database := graph.AddExternal(g, NodeDatabase, databases(pool), name, name).DependsOn(NodeRole).ObserveEvery(every)
 	for _, gr := range db.Spec.Grants {
-		graph.AddExternal(g, grantNode+gr.Role, Grants{Pool: c.server.Pool}, GrantID(name, gr.Role), GrantState{Privileges: gr.Privileges}).
-			DependsOn(NodeDatabase).ObserveEvery(every)
+		graph.AddExternal(g, grantNode+gr.Role, grants(pool), GrantID(name, gr.Role), gr.Privileges).DependsOn(NodeDatabase).ObserveEvery(every)
 	}
 	secret := g.Add(NodeSecret, c.secret(db, name, password)).DependsOn(NodeDatabase)
-	if retain {
+	if db.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRetain {
 		role.KeepOnDelete()
 		database.KeepOnDelete()
 		secret.KeepOnDelete()
@@ -104,7 +101,7 @@ func (c *children) password(ctx context.Context, db *v1alpha1.Database) (string,
 func (c *children) secret(db *v1alpha1.Database, name, password string) *corev1.Secret {
 	port := strconv.Itoa(c.server.Port)
 	uri := url.URL{Scheme: "postgresql", User: url.UserPassword(name, password),
-		Host: net.JoinHostPort(c.server.Host, port), Path: "/" + name, RawQuery: "sslmode=" + c.server.sslMode()}
+		Host: net.JoinHostPort(c.server.Host, port), Path: "/" + name, RawQuery: "sslmode=" + c.server.SSLMode}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: SecretName(db)},
 		Type:       corev1.SecretTypeOpaque,

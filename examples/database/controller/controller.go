@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -16,14 +17,9 @@ import (
 	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
-const (
-	// Name is the controller's name: its field manager, the source of its events and the managed-by
-	// label of its children.
-	Name = "database-operator"
-	// Finalizer holds a Database until its grants, database and role are gone from PostgreSQL (or
-	// released, under deletionPolicy Retain) and its Secret is deleted.
-	Finalizer = "db.convergo.dev/finalizer"
-)
+// Name is the controller's name: its field manager, the source of its events and the managed-by label
+// of its children.
+const Name = "database-operator"
 
 // +kubebuilder:rbac:groups=db.convergo.dev,resources=databases,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=db.convergo.dev,resources=databases/status,verbs=patch
@@ -47,41 +43,32 @@ type Server struct {
 	Interval time.Duration
 }
 
-func (s Server) sslMode() string {
-	if s.SSLMode == "" {
-		return "prefer"
-	}
-	return s.SSLMode
-}
-
-// CacheOptions sets the manager's cache options for this controller: of Secrets, only this
-// operator's children are cached (childcache.Configure).
+// CacheOptions sets the manager's cache options: of Secrets, the child kind, declared here only, just
+// this operator's children are cached (childcache.Configure).
 func CacheOptions(opts *cache.Options) {
 	childcache.Configure(opts, &corev1.Secret{})
 }
 
 // Setup returns the function that registers the Database controller with a manager, managing
-// databases on server, with opts applied after the controller's own reconciler options.
+// databases on server. Its finalizer, the default db.convergo.dev/finalizer, holds a Database until
+// its grants, database and role are gone from PostgreSQL (or released, under deletionPolicy Retain).
 //
 //	err := controller.Setup(controller.Server{Pool: pool, Host: "db.example", Port: 5432})(mgr)
-func Setup(server Server, opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
+func Setup(server Server) func(ctrl.Manager) error {
 	return func(mgr ctrl.Manager) error {
 		if server.Pool == nil {
 			return fmt.Errorf("set up database controller: Server.Pool is nil: connect with pgxpool.New first")
 		}
-		if server.Interval <= 0 {
-			server.Interval = graph.DefaultObserveInterval
-		}
+		server.Interval = cmp.Or(server.Interval, graph.DefaultObserveInterval)
+		server.SSLMode = cmp.Or(server.SSLMode, "prefer")
+		var kinds cache.Options
+		CacheOptions(&kinds)
 		c := &children{server: server, reader: mgr.GetClient(), api: mgr.GetAPIReader()}
 		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Database]{
 			Children:  c.build,
 			Status:    fillStatus,
 			Suspended: func(db *v1alpha1.Database) bool { return db.Spec.Suspend },
-		}, append([]reconcile.ReconcilerOption{
-			reconcile.WithName(Name),
-			reconcile.WithFinalizer(Finalizer),
-			reconcile.WithOwns(&corev1.Secret{}),
-		}, opts...)...)
+		}, reconcile.WithName(Name), reconcile.WithOwns(childcache.Kinds(kinds)...))
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up database controller: %w", err)
 		}

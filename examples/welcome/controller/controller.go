@@ -56,10 +56,9 @@ func FinalizerPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, error)
 	return finalizer.AdmissionPolicy(Finalizer, v1alpha1.GroupVersion.WithResource("welcomes").GroupResource())
 }
 
-// CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
-// without managedFields, and of the child kinds (corev1.ConfigMap, appsv1.Deployment, corev1.Service)
-// only this operator's children (childcache.Configure). Use it unless another controller in the same
-// manager needs every object of those kinds.
+// CacheOptions sets the manager's cache options (ctrl.Options.Cache): objects without managedFields,
+// and of the child kinds, declared here only, just this operator's children. Use it unless another
+// controller in the same manager needs every ConfigMap, Deployment or Service.
 func CacheOptions(opts *cache.Options) {
 	childcache.Configure(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
 }
@@ -68,24 +67,16 @@ func CacheOptions(opts *cache.Options) {
 // the Welcomes and the child kinds labelled with its member (sharding.Config.ScopeCache). Call it
 // after CacheOptions, and give the Reconciler the shard (Setup(reconcile.WithSharding(shard))).
 func ShardCacheOptions(opts *cache.Options, cfg sharding.Config) {
-	cfg.ScopeCache(opts, &v1alpha1.Welcome{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
+	cfg.ScopeCache(opts, append([]client.Object{&v1alpha1.Welcome{}}, childcache.Kinds(*opts)...)...)
 }
 
 // SetupWithManager registers the Welcome controller with mgr: it is Setup().
-//
-// Besides the Welcomes and their children, the controller watches Secrets (metadata only: the cache
-// never holds Secret data) and wakes the Welcomes whose spec.passwordSecretRef names a Secret that was
-// created, changed or deleted.
-func SetupWithManager(mgr ctrl.Manager) error {
-	return Setup()(mgr)
-}
+func SetupWithManager(mgr ctrl.Manager) error { return Setup()(mgr) }
 
-// Setup returns the function that registers the Welcome controller with a manager, with opts
-// applied after the controller's own reconciler options. Tests give it an observer of the reconciles
-// (testing/optest.StartOperator does):
-//
-//	recs := optest.NewReconciles()
-//	env.StartManager(t, controller.Setup(reconcile.WithReconcileObserver(recs.Observe)))
+// Setup returns the function that registers the Welcome controller with a manager, with opts (the
+// main's sharding and deletion places) after the controller's own. Besides the Welcomes and their
+// children, the controller watches Secrets (metadata only: the cache never holds Secret data) and
+// wakes the Welcomes whose spec.passwordSecretRef names a Secret that was created, changed or deleted.
 func Setup(opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
 	return func(mgr ctrl.Manager) error {
 		w := &welcomes{reader: mgr.GetClient()}
@@ -93,11 +84,13 @@ func Setup(opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Welcome{}, passwordSecretIndex, passwordSecretName); err != nil {
 			return fmt.Errorf("set up welcome controller: index welcomes by password secret: %w", err)
 		}
-		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Welcome]{Children: w.children, Status: w.status},
+		var kinds cache.Options
+		CacheOptions(&kinds)
+		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Welcome]{Children: w.children, Status: status},
 			append([]reconcile.ReconcilerOption{
 				reconcile.WithName(Name),
-				reconcile.WithFinalizer(Finalizer),
-				reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
+				reconcile.WithFinalizer(Finalizer), // the admission policy's (FinalizerPolicy)
+				reconcile.WithOwns(childcache.Kinds(kinds)...),
 				reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata),
 			}, opts...)...,
 		)
@@ -158,26 +151,18 @@ func (w *welcomes) children(ctx context.Context, obj *v1alpha1.Welcome) (*graph.
 }
 
 // status fills status.readyReplicas from the Deployment and the URLs from the Service.
-func (w *welcomes) status(_ context.Context, obj *v1alpha1.Welcome, res *graph.Result) error {
+func status(_ context.Context, obj *v1alpha1.Welcome, res *graph.Result) error {
 	st := &obj.Status
 	st.ReadyReplicas, st.ServiceURL, st.NodePort, st.NodePortURL = 0, "", 0, ""
-	if child := res.Child("deployment"); child != nil {
-		if d, ok := child.Object.(*appsv1.Deployment); ok {
-			st.ReadyReplicas = d.Status.ReadyReplicas
-		}
+	if d, ok := graph.Live[*appsv1.Deployment](res, "deployment"); ok {
+		st.ReadyReplicas = d.Status.ReadyReplicas
 	}
-	if child := res.Child("service"); child != nil {
-		if svc, ok := child.Object.(*corev1.Service); ok {
-			for _, p := range svc.Spec.Ports {
-				if p.Name != "http" {
-					continue
-				}
-				host := net.JoinHostPort(svc.Name+"."+svc.Namespace+".svc", strconv.Itoa(int(p.Port)))
-				st.ServiceURL = "http://" + host + "/hello/"
-				if svc.Spec.Type == corev1.ServiceTypeNodePort && p.NodePort != 0 {
-					st.NodePort = p.NodePort
-					st.NodePortURL = "http://<node-ip>:" + strconv.Itoa(int(p.NodePort)) + "/hello/"
-				}
+	svc, ok := graph.Live[*corev1.Service](res, "service")
+	for i := 0; ok && i < len(svc.Spec.Ports); i++ {
+		if p := svc.Spec.Ports[i]; p.Name == "http" {
+			st.ServiceURL = "http://" + net.JoinHostPort(svc.Name+"."+svc.Namespace+".svc", strconv.Itoa(int(p.Port))) + "/hello/"
+			if svc.Spec.Type == corev1.ServiceTypeNodePort && p.NodePort != 0 {
+				st.NodePort, st.NodePortURL = p.NodePort, "http://<node-ip>:"+strconv.Itoa(int(p.NodePort))+"/hello/"
 			}
 		}
 	}
