@@ -104,7 +104,8 @@ func WithFinalizer(name string) ReconcilerOption {
 // matter to the owner, see WithEveryChildChange), and they are pruned even
 // after the graph stops declaring the type altogether. Child types a graph declares but WithOwns does
 // not are watched from the first reconcile that declares them; declare every type here to be safe
-// across restarts.
+// across restarts. With childcache, declare them once, in the cache options, and pass
+// childcache.Kinds(opts.Cache)... here.
 func WithOwns(objs ...client.Object) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.owns = append(c.owns, objs...) }
 }

@@ -148,8 +148,8 @@ func (c *ExternalCounter) do(ctx context.Context, kind string, step Step, id str
 // so the graph releases a kept object through it as it would through ext. ext and c must not be nil.
 //
 //	counter := optest.NewExternalCounter()
-//	roles := optest.CountExternal(counter, controller.Roles{Pool: pool})
-//	graph.AddExternal(g, "role", roles, "app", controller.RoleState{Password: pw})
+//	roles := optest.CountExternal(counter, roles(pool))
+//	graph.AddExternal(g, "role", roles, "app", roleState{password: pw})
 //	// ...
 //	if n := counter.Snapshot().Count("postgres.role", optest.StepApply); n != 1 { ... }
 func CountExternal[S any](c *ExternalCounter, ext graph.External[S]) graph.External[S] {
