@@ -160,6 +160,7 @@ type Reconciler[T Object] struct {
 	failedFn     func(context.Context, T, error)
 	owns         []client.Object
 	watches      []extraWatch
+	references   []reference
 	rateLimiter  workqueue.TypedRateLimiter[ctrl.Request]
 	poll         time.Duration
 	interval     time.Duration

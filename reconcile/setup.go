@@ -72,6 +72,7 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		maxConc:      cfg.maxConcurrent,
 		deletionConc: cfg.deletionConcurrent,
 		watches:      cfg.watches,
+		references:   cfg.references,
 		rateLimiter:  cfg.rateLimiter,
 		watched:      map[schema.GroupVersionKind]client.Object{},
 		finalizing:   map[types.NamespacedName]bool{},
@@ -158,7 +159,8 @@ func (r *Reconciler[T]) Name() string { return r.name }
 func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 
 // SetupWithManager registers the controller: it watches T (spec, label, annotation and deletion
-// changes; status-only updates do not trigger it), every WithOwns type and every WithWatches watch.
+// changes; status-only updates do not trigger it), every WithOwns type and every WithWatches and
+// WithReferences watch.
 // A child's creation and deletion always wake its owner; an update only when something the owner
 // applied may have changed (anything but the status, resourceVersion and managedFields) or when the
 // child's ReadyWhen check, as the owner's last reconcile used it, judges the new object otherwise
@@ -170,6 +172,9 @@ func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if r.initErr != nil {
 		return r.initErr
+	}
+	if err := r.addReferences(mgr); err != nil {
+		return fmt.Errorf("set up controller %s: %w", r.name, err)
 	}
 	opts := controller.Options{MaxConcurrentReconciles: r.maxConc, RateLimiter: r.rateLimiter}
 	for _, f := range r.ctrlOpts {
