@@ -1,3 +1,12 @@
+// Package controller is the Database operator's controller: for each Database it keeps a PostgreSQL
+// role, a database owned by it, the grants the spec declares, and a Secret with the role's
+// credentials, as one graph: role -> database -> grant:<role>... and credentials (the Secret).
+//
+// PostgreSQL sends no watch events, so each Database's objects are observed again every
+// Server.Interval; a dropped role, a changed password or a revoked grant is repaired then. An object
+// without this Database's owner mark is never taken over nor dropped. Deleting a Database revokes its
+// grants, drops its database, then its role, then removes the finalizer; with deletionPolicy Retain
+// the database, the role and the Secret stay.
 package controller
 
 import (
@@ -17,8 +26,7 @@ import (
 	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
-// Name is the controller's name: its field manager, the source of its events and the managed-by label
-// of its children.
+// Name is the controller's name: field manager, event source, metrics label, children's managed-by.
 const Name = "database-operator"
 
 // +kubebuilder:rbac:groups=db.convergo.dev,resources=databases,verbs=get;list;watch;patch
@@ -29,22 +37,20 @@ const Name = "database-operator"
 
 // Server is the PostgreSQL server the operator manages databases on.
 type Server struct {
-	// Pool connects as a role that may create roles and databases (a superuser, or one with
-	// CREATEROLE and CREATEDB).
+	// Pool connects as a role that may create roles and databases (CREATEROLE and CREATEDB).
 	Pool *pgxpool.Pool
 	// Host and Port are where applications reach the server: they go into the credentials Secrets.
 	Host string
 	Port int
 	// SSLMode is the sslmode of the URI in the Secrets; default "prefer".
 	SSLMode string
-	// Interval is how often each Database's PostgreSQL objects are observed again for drift: a
-	// dropped role, a changed password, a revoked grant is repaired within it. Default
+	// Interval is how often each Database's objects are observed again for drift; default
 	// graph.DefaultObserveInterval (one minute).
 	Interval time.Duration
 }
 
-// CacheOptions sets the manager's cache options: of Secrets, the child kind, declared here only, just
-// this operator's children are cached (childcache.Configure).
+// CacheOptions shapes the manager's cache: of Secrets, the child kind (declared here only), just this
+// operator's children.
 func CacheOptions(opts *cache.Options) {
 	childcache.Configure(opts, &corev1.Secret{})
 }
@@ -69,10 +75,7 @@ func Setup(server Server) func(ctrl.Manager) error {
 			Status:    fillStatus,
 			Suspended: func(db *v1alpha1.Database) bool { return db.Spec.Suspend },
 		}, reconcile.WithName(Name), reconcile.WithOwns(childcache.Kinds(kinds)...))
-		if err := r.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("set up database controller: %w", err)
-		}
-		return nil
+		return r.SetupWithManager(mgr) // its errors name the controller
 	}
 }
 

@@ -14,16 +14,15 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/convergo-dev/convergo/examples/database/api/v1alpha1"
 	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
-// The three kinds of PostgreSQL objects a Database gets, as graph.External functions: roles,
-// databases and a role's grants on a database. Roles and databases carry the owner mark in their
-// comment (graph.OwnerMark); every function is idempotent.
+// The three kinds of PostgreSQL objects a Database gets, as graph.ExternalFuncs: roles, databases and
+// a role's grants on a database. Roles and databases carry the owner mark in their comment
+// (graph.OwnerMark); every function is idempotent.
 
 // ident quotes a PostgreSQL identifier.
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
@@ -31,69 +30,68 @@ func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 // literal quotes a PostgreSQL string literal (standard_conforming_strings, the default since 9.1).
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// exec runs statements in order, in one transaction when tx is set.
-func exec(ctx context.Context, pool *pgxpool.Pool, tx bool, stmts ...string) error {
-	run := func(q interface {
-		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-	}) error {
-		for _, stmt := range stmts {
-			if _, err := q.Exec(ctx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
+// comment returns the statement that sets the comment of the object kind ("ROLE", "DATABASE") called
+// name to the owner mark of owner, or removes it when owner is empty.
+func comment(kind, name, owner string) string {
+	text := "NULL"
+	if owner != "" {
+		text = literal(graph.OwnerMark(owner))
 	}
-	if !tx {
-		return run(pool)
-	}
-	return pgx.BeginFunc(ctx, pool, func(t pgx.Tx) error { return run(t) })
+	return fmt.Sprintf("COMMENT ON %s %s IS %s", kind, ident(name), text)
 }
 
-// observe reads one row of query about name; a missing row is an object that does not exist.
+// exec runs statements in order; with tx, as one batch, which PostgreSQL runs as one transaction.
+func exec(ctx context.Context, pool *pgxpool.Pool, tx bool, stmts ...string) error {
+	if tx {
+		b := &pgx.Batch{}
+		for _, stmt := range stmts {
+			b.Queue(stmt)
+		}
+		return pool.SendBatch(ctx, b).Close()
+	}
+	for _, stmt := range stmts {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// observe scans the one row query finds into dest: an object that exists (what names it in errors).
 func observe(ctx context.Context, pool *pgxpool.Pool, what, query string, args []any, dest ...any) (bool, error) {
 	err := pool.QueryRow(ctx, query, args...).Scan(dest...)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
-	case err != nil:
+	} else if err != nil {
 		return false, fmt.Errorf("read %s: %w", what, err)
 	}
 	return true, nil
 }
 
-// roleState is the desired state of a login role: its password.
-type roleState struct{ password string }
-
-// roles manages PostgreSQL login roles. A role holds its intent when it can log in with the wanted
-// password (checked against its SCRAM-SHA-256 verifier, never sent anywhere).
-func roles(pool *pgxpool.Pool) graph.External[roleState] {
-	return graph.ExternalFuncs[roleState]{
+// roles manages PostgreSQL login roles; the desired state is the password. A role holds it when it can
+// log in with it (checked against its SCRAM-SHA-256 verifier, never sent anywhere).
+func roles(pool *pgxpool.Pool) graph.External[string] {
+	return graph.ExternalFuncs[string]{
 		KindName: "postgres.role",
-		ObserveFn: func(ctx context.Context, name string, want roleState) (graph.Observation, error) {
+		ObserveFn: func(ctx context.Context, name, password string) (graph.Observation, error) {
 			var login bool
-			var verifier, comment string
+			var verifier, text string
 			ok, err := observe(ctx, pool, "role "+name, `SELECT rolcanlogin, coalesce(rolpassword, ''), coalesce(shobj_description(oid, 'pg_authid'), '')
-				FROM pg_authid WHERE rolname = $1`, []any{name}, &login, &verifier, &comment)
-			obs := graph.Observation{Exists: ok, Owner: graph.OwnerFromMark(comment), Ready: true, UpToDate: login && verifies(verifier, want.password)}
+				FROM pg_authid WHERE rolname = $1`, []any{name}, &login, &verifier, &text)
+			obs := graph.Observation{Exists: ok, Owner: graph.OwnerFromMark(text), Ready: true, UpToDate: login && verifies(verifier, password)}
 			if !obs.UpToDate {
 				obs.Reason = "its password or login differs from the Secret's"
 			}
 			return obs, err
 		},
-		ApplyFn: func(ctx context.Context, name string, want roleState, found graph.Observation, owner string) error {
-			verb := "CREATE"
-			if found.Exists {
-				verb = "ALTER"
-			}
-			return exec(ctx, pool, true, fmt.Sprintf("%s ROLE %s WITH LOGIN PASSWORD %s", verb, ident(name), literal(want.password)),
-				fmt.Sprintf("COMMENT ON ROLE %s IS %s", ident(name), literal(graph.OwnerMark(owner))))
+		ApplyFn: func(ctx context.Context, name, password string, found graph.Observation, owner string) error {
+			verb := map[bool]string{false: "CREATE", true: "ALTER"}[found.Exists]
+			return exec(ctx, pool, true, fmt.Sprintf("%s ROLE %s WITH LOGIN PASSWORD %s", verb, ident(name), literal(password)), comment("ROLE", name, owner))
 		},
 		DeleteFn: func(ctx context.Context, name string) error {
 			return exec(ctx, pool, false, "DROP ROLE IF EXISTS "+ident(name))
 		},
-		ReleaseFn: func(ctx context.Context, name string) error {
-			return exec(ctx, pool, false, "COMMENT ON ROLE "+ident(name)+" IS NULL")
-		},
+		ReleaseFn: func(ctx context.Context, name string) error { return exec(ctx, pool, false, comment("ROLE", name, "")) },
 	}
 }
 
@@ -104,12 +102,12 @@ func databases(pool *pgxpool.Pool) graph.External[string] {
 	return graph.ExternalFuncs[string]{
 		KindName: "postgres.database",
 		ObserveFn: func(ctx context.Context, name, wantOwner string) (graph.Observation, error) {
-			var owner, comment string
+			var owner, text string
 			ok, err := observe(ctx, pool, "database "+name, `SELECT pg_get_userbyid(datdba), coalesce(shobj_description(oid, 'pg_database'), '')
-				FROM pg_database WHERE datname = $1`, []any{name}, &owner, &comment)
-			obs := graph.Observation{Exists: ok, Owner: graph.OwnerFromMark(comment), UpToDate: owner == wantOwner, Ready: true}
+				FROM pg_database WHERE datname = $1`, []any{name}, &owner, &text)
+			obs := graph.Observation{Exists: ok, Owner: graph.OwnerFromMark(text), UpToDate: owner == wantOwner, Ready: true}
 			if !obs.UpToDate {
-				obs.Reason = fmt.Sprintf("owned by role %s", owner)
+				obs.Reason = "owned by role " + owner
 			}
 			return obs, err
 		},
@@ -118,36 +116,40 @@ func databases(pool *pgxpool.Pool) graph.External[string] {
 			if found.Exists {
 				stmt = fmt.Sprintf("ALTER DATABASE %s OWNER TO %s", ident(name), ident(wantOwner))
 			}
-			return exec(ctx, pool, false, stmt, fmt.Sprintf("COMMENT ON DATABASE %s IS %s", ident(name), literal(graph.OwnerMark(owner))))
+			return exec(ctx, pool, false, stmt, comment("DATABASE", name, owner))
 		},
 		DeleteFn: func(ctx context.Context, name string) error {
 			return exec(ctx, pool, false, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", ident(name)))
 		},
 		ReleaseFn: func(ctx context.Context, name string) error {
-			return exec(ctx, pool, false, "COMMENT ON DATABASE "+ident(name)+" IS NULL")
+			return exec(ctx, pool, false, comment("DATABASE", name, ""))
 		},
 	}
 }
 
-// GrantID names the grant of role on database: grants are named "<database>/<role>". A grant exists
-// while the role holds any privilege on the database, and is the owner's when the database is.
+// GrantID names the grant of role on database. A grant exists while the role holds any privilege on
+// the database, and is the owner's when the database is.
 func GrantID(database, role string) string { return database + "/" + role }
 
-// grants manages the privileges of a role on a database; the desired state is exactly the privileges
-// listed.
+// grants manages the privileges of a role on a database; the desired state is exactly those listed.
+// Delete is called only for a grant Observe found, whose database and role exist.
 func grants(pool *pgxpool.Pool) graph.External[[]v1alpha1.Privilege] {
+	revoke := func(id string) string {
+		database, role, _ := strings.Cut(id, "/")
+		return fmt.Sprintf("REVOKE ALL ON DATABASE %s FROM %s", ident(database), ident(role))
+	}
 	return graph.ExternalFuncs[[]v1alpha1.Privilege]{
 		KindName: "postgres.grant",
 		ObserveFn: func(ctx context.Context, id string, want []v1alpha1.Privilege) (graph.Observation, error) {
 			database, role, _ := strings.Cut(id, "/")
-			var comment string
+			var text string
 			var held []string
 			ok, err := observe(ctx, pool, "privileges of "+role+" on "+database, `SELECT coalesce(shobj_description(d.oid, 'pg_database'), ''),
 				coalesce((SELECT array_agg(a.privilege_type ORDER BY a.privilege_type) FROM aclexplode(d.datacl) a
 					JOIN pg_roles r ON r.oid = a.grantee WHERE r.rolname = $2), '{}')
-				FROM pg_database d WHERE d.datname = $1`, []any{database, role}, &comment, &held)
+				FROM pg_database d WHERE d.datname = $1`, []any{database, role}, &text, &held)
 			wanted := privileges(want)
-			obs := graph.Observation{Exists: ok && len(held) > 0, Owner: graph.OwnerFromMark(comment), UpToDate: slices.Equal(held, wanted), Ready: true}
+			obs := graph.Observation{Exists: ok && len(held) > 0, Owner: graph.OwnerFromMark(text), UpToDate: slices.Equal(held, wanted), Ready: true}
 			if !obs.UpToDate {
 				obs.Reason = fmt.Sprintf("%s holds %v, wants %v", role, held, wanted)
 			}
@@ -155,14 +157,9 @@ func grants(pool *pgxpool.Pool) graph.External[[]v1alpha1.Privilege] {
 		},
 		ApplyFn: func(ctx context.Context, id string, want []v1alpha1.Privilege, _ graph.Observation, _ string) error {
 			database, role, _ := strings.Cut(id, "/")
-			return exec(ctx, pool, true, fmt.Sprintf("REVOKE ALL ON DATABASE %s FROM %s", ident(database), ident(role)),
-				fmt.Sprintf("GRANT %s ON DATABASE %s TO %s", strings.Join(privileges(want), ", "), ident(database), ident(role)))
+			return exec(ctx, pool, true, revoke(id), fmt.Sprintf("GRANT %s ON DATABASE %s TO %s", strings.Join(privileges(want), ", "), ident(database), ident(role)))
 		},
-		// Called only for a grant Observe found, whose database and role exist.
-		DeleteFn: func(ctx context.Context, id string) error {
-			database, role, _ := strings.Cut(id, "/")
-			return exec(ctx, pool, false, fmt.Sprintf("REVOKE ALL ON DATABASE %s FROM %s", ident(database), ident(role)))
-		},
+		DeleteFn: func(ctx context.Context, id string) error { return exec(ctx, pool, false, revoke(id)) },
 	}
 }
 
@@ -180,23 +177,14 @@ func privileges(ps []v1alpha1.Privilege) []string {
 // pg_authid.rolpassword: "SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>" (RFC 5802,
 // RFC 7677). Any other format (an MD5 hash, none) does not verify, so the password is set again.
 func verifies(verifier, password string) bool {
-	rest, ok := strings.CutPrefix(verifier, "SCRAM-SHA-256$")
-	if !ok {
+	f := strings.FieldsFunc(verifier, func(r rune) bool { return r == '$' || r == ':' })
+	if len(f) != 5 || f[0] != "SCRAM-SHA-256" {
 		return false
 	}
-	params, keys, ok := strings.Cut(rest, "$")
-	if !ok {
-		return false
-	}
-	iterText, saltText, ok1 := strings.Cut(params, ":")
-	storedText, _, ok2 := strings.Cut(keys, ":")
-	iterations, err := strconv.Atoi(iterText)
-	if !ok1 || !ok2 || err != nil || iterations <= 0 {
-		return false
-	}
-	salt, err1 := base64.StdEncoding.DecodeString(saltText)
-	stored, err2 := base64.StdEncoding.DecodeString(storedText)
-	if err1 != nil || err2 != nil {
+	iterations, err := strconv.Atoi(f[1])
+	salt, err1 := base64.StdEncoding.DecodeString(f[2])
+	stored, err2 := base64.StdEncoding.DecodeString(f[3])
+	if err != nil || err1 != nil || err2 != nil || iterations <= 0 {
 		return false
 	}
 	salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
