@@ -37,9 +37,8 @@ func SecretName(db *v1alpha1.Database) string { return db.Name + "-credentials" 
 // entry, and the credentials Secret once the database is ready. With deletionPolicy Retain the role,
 // the database and the Secret are kept when the Database goes (grants are not: they are revoked).
 type children struct {
-	server Server
-	reader client.Reader // the manager's cached client
-	api    client.Reader // the manager's API reader
+	server      Server
+	reader, api client.Reader // the manager's cached client and API reader
 }
 
 func (c *children) build(ctx context.Context, db *v1alpha1.Database) (*graph.Graph, error) {

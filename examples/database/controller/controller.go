@@ -81,7 +81,6 @@ func Setup(server Server) func(ctrl.Manager) error {
 
 // fillStatus records the names applications need.
 func fillStatus(_ context.Context, db *v1alpha1.Database, _ *graph.Result) error {
-	db.Status.DatabaseName = DatabaseName(db)
-	db.Status.SecretName = SecretName(db)
+	db.Status.DatabaseName, db.Status.SecretName = DatabaseName(db), SecretName(db)
 	return nil
 }

@@ -20,47 +20,33 @@ import (
 	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
-// The three kinds of PostgreSQL objects a Database gets, as graph.ExternalFuncs: roles, databases and
-// a role's grants on a database. Roles and databases carry the owner mark in their comment
-// (graph.OwnerMark); every function is idempotent.
-
 // ident quotes a PostgreSQL identifier.
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 
 // literal quotes a PostgreSQL string literal (standard_conforming_strings, the default since 9.1).
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// comment returns the statement that sets the comment of the object kind ("ROLE", "DATABASE") called
-// name to the owner mark of owner, or removes it when owner is empty.
+// comment returns the statement putting owner's mark (graph.OwnerMark; none for "") in the comment of
+// the kind ("ROLE", "DATABASE") called name: roles and databases carry it there.
 func comment(kind, name, owner string) string {
-	text := "NULL"
-	if owner != "" {
-		text = literal(graph.OwnerMark(owner))
+	if owner == "" {
+		return fmt.Sprintf("COMMENT ON %s %s IS NULL", kind, ident(name))
 	}
-	return fmt.Sprintf("COMMENT ON %s %s IS %s", kind, ident(name), text)
+	return fmt.Sprintf("COMMENT ON %s %s IS %s", kind, ident(name), literal(graph.OwnerMark(owner)))
 }
 
-// exec runs statements in order; with tx, as one batch, which PostgreSQL runs as one transaction.
-func exec(ctx context.Context, pool *pgxpool.Pool, tx bool, stmts ...string) error {
-	if tx {
-		b := &pgx.Batch{}
-		for _, stmt := range stmts {
-			b.Queue(stmt)
-		}
-		return pool.SendBatch(ctx, b).Close()
-	}
+// exec runs stmts as one transaction: PostgreSQL runs a batch as one.
+func exec(ctx context.Context, pool *pgxpool.Pool, stmts ...string) error {
+	b := &pgx.Batch{}
 	for _, stmt := range stmts {
-		if _, err := pool.Exec(ctx, stmt); err != nil {
-			return err
-		}
+		b.Queue(stmt)
 	}
-	return nil
+	return pool.SendBatch(ctx, b).Close()
 }
 
 // observe scans the one row query finds into dest: an object that exists (what names it in errors).
 func observe(ctx context.Context, pool *pgxpool.Pool, what, query string, args []any, dest ...any) (bool, error) {
-	err := pool.QueryRow(ctx, query, args...).Scan(dest...)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if err := pool.QueryRow(ctx, query, args...).Scan(dest...); errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	} else if err != nil {
 		return false, fmt.Errorf("read %s: %w", what, err)
@@ -68,8 +54,17 @@ func observe(ctx context.Context, pool *pgxpool.Pool, what, query string, args [
 	return true, nil
 }
 
-// roles manages PostgreSQL login roles; the desired state is the password. A role holds it when it can
-// log in with it (checked against its SCRAM-SHA-256 verifier, never sent anywhere).
+// observed is the Observation of an object that exists (ok), commented text, up to date or not, why.
+func observed(ok bool, text string, upToDate bool, why string, err error) (graph.Observation, error) {
+	obs := graph.Observation{Exists: ok, Owner: graph.OwnerFromMark(text), UpToDate: upToDate, Ready: true}
+	if !upToDate {
+		obs.Reason = why
+	}
+	return obs, err
+}
+
+// roles manages PostgreSQL login roles (every function of the three kinds is idempotent); the desired
+// state is the password, held when the role logs in with it (checked against its SCRAM verifier).
 func roles(pool *pgxpool.Pool) graph.External[string] {
 	return graph.ExternalFuncs[string]{
 		KindName: "postgres.role",
@@ -78,20 +73,16 @@ func roles(pool *pgxpool.Pool) graph.External[string] {
 			var verifier, text string
 			ok, err := observe(ctx, pool, "role "+name, `SELECT rolcanlogin, coalesce(rolpassword, ''), coalesce(shobj_description(oid, 'pg_authid'), '')
 				FROM pg_authid WHERE rolname = $1`, []any{name}, &login, &verifier, &text)
-			obs := graph.Observation{Exists: ok, Owner: graph.OwnerFromMark(text), Ready: true, UpToDate: login && verifies(verifier, password)}
-			if !obs.UpToDate {
-				obs.Reason = "its password or login differs from the Secret's"
-			}
-			return obs, err
+			return observed(ok, text, login && verifies(verifier, password), "its password or login differs from the Secret's", err)
 		},
 		ApplyFn: func(ctx context.Context, name, password string, found graph.Observation, owner string) error {
 			verb := map[bool]string{false: "CREATE", true: "ALTER"}[found.Exists]
-			return exec(ctx, pool, true, fmt.Sprintf("%s ROLE %s WITH LOGIN PASSWORD %s", verb, ident(name), literal(password)), comment("ROLE", name, owner))
+			return exec(ctx, pool, fmt.Sprintf("%s ROLE %s WITH LOGIN PASSWORD %s", verb, ident(name), literal(password)), comment("ROLE", name, owner))
 		},
 		DeleteFn: func(ctx context.Context, name string) error {
-			return exec(ctx, pool, false, "DROP ROLE IF EXISTS "+ident(name))
+			return exec(ctx, pool, "DROP ROLE IF EXISTS "+ident(name))
 		},
-		ReleaseFn: func(ctx context.Context, name string) error { return exec(ctx, pool, false, comment("ROLE", name, "")) },
+		ReleaseFn: func(ctx context.Context, name string) error { return exec(ctx, pool, comment("ROLE", name, "")) },
 	}
 }
 
@@ -105,34 +96,30 @@ func databases(pool *pgxpool.Pool) graph.External[string] {
 			var owner, text string
 			ok, err := observe(ctx, pool, "database "+name, `SELECT pg_get_userbyid(datdba), coalesce(shobj_description(oid, 'pg_database'), '')
 				FROM pg_database WHERE datname = $1`, []any{name}, &owner, &text)
-			obs := graph.Observation{Exists: ok, Owner: graph.OwnerFromMark(text), UpToDate: owner == wantOwner, Ready: true}
-			if !obs.UpToDate {
-				obs.Reason = "owned by role " + owner
-			}
-			return obs, err
+			return observed(ok, text, owner == wantOwner, "owned by role "+owner, err)
 		},
 		ApplyFn: func(ctx context.Context, name, wantOwner string, found graph.Observation, owner string) error {
 			stmt := fmt.Sprintf("CREATE DATABASE %s OWNER %s", ident(name), ident(wantOwner))
 			if found.Exists {
 				stmt = fmt.Sprintf("ALTER DATABASE %s OWNER TO %s", ident(name), ident(wantOwner))
 			}
-			return exec(ctx, pool, false, stmt, comment("DATABASE", name, owner))
+			if err := exec(ctx, pool, stmt); err != nil { // not in a transaction
+				return err
+			}
+			return exec(ctx, pool, comment("DATABASE", name, owner))
 		},
 		DeleteFn: func(ctx context.Context, name string) error {
-			return exec(ctx, pool, false, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", ident(name)))
+			return exec(ctx, pool, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", ident(name)))
 		},
-		ReleaseFn: func(ctx context.Context, name string) error {
-			return exec(ctx, pool, false, comment("DATABASE", name, ""))
-		},
+		ReleaseFn: func(ctx context.Context, name string) error { return exec(ctx, pool, comment("DATABASE", name, "")) },
 	}
 }
 
-// GrantID names the grant of role on database. A grant exists while the role holds any privilege on
-// the database, and is the owner's when the database is.
+// GrantID names the grant of role on database: it exists while role holds a privilege on database.
 func GrantID(database, role string) string { return database + "/" + role }
 
-// grants manages the privileges of a role on a database; the desired state is exactly those listed.
-// Delete is called only for a grant Observe found, whose database and role exist.
+// grants manages the privileges of a role on a database, the owner's when the database is; the desired
+// state is exactly those listed. Delete is called only for a grant Observe found: both exist.
 func grants(pool *pgxpool.Pool) graph.External[[]v1alpha1.Privilege] {
 	revoke := func(id string) string {
 		database, role, _ := strings.Cut(id, "/")
@@ -149,17 +136,13 @@ func grants(pool *pgxpool.Pool) graph.External[[]v1alpha1.Privilege] {
 					JOIN pg_roles r ON r.oid = a.grantee WHERE r.rolname = $2), '{}')
 				FROM pg_database d WHERE d.datname = $1`, []any{database, role}, &text, &held)
 			wanted := privileges(want)
-			obs := graph.Observation{Exists: ok && len(held) > 0, Owner: graph.OwnerFromMark(text), UpToDate: slices.Equal(held, wanted), Ready: true}
-			if !obs.UpToDate {
-				obs.Reason = fmt.Sprintf("%s holds %v, wants %v", role, held, wanted)
-			}
-			return obs, err
+			return observed(ok && len(held) > 0, text, slices.Equal(held, wanted), fmt.Sprintf("%s holds %v, wants %v", role, held, wanted), err)
 		},
 		ApplyFn: func(ctx context.Context, id string, want []v1alpha1.Privilege, _ graph.Observation, _ string) error {
 			database, role, _ := strings.Cut(id, "/")
-			return exec(ctx, pool, true, revoke(id), fmt.Sprintf("GRANT %s ON DATABASE %s TO %s", strings.Join(privileges(want), ", "), ident(database), ident(role)))
+			return exec(ctx, pool, revoke(id), fmt.Sprintf("GRANT %s ON DATABASE %s TO %s", strings.Join(privileges(want), ", "), ident(database), ident(role)))
 		},
-		DeleteFn: func(ctx context.Context, id string) error { return exec(ctx, pool, false, revoke(id)) },
+		DeleteFn: func(ctx context.Context, id string) error { return exec(ctx, pool, revoke(id)) },
 	}
 }
 
@@ -173,9 +156,8 @@ func privileges(ps []v1alpha1.Privilege) []string {
 	return slices.Compact(out)
 }
 
-// verifies reports whether password matches a SCRAM-SHA-256 verifier as PostgreSQL stores it in
-// pg_authid.rolpassword: "SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>" (RFC 5802,
-// RFC 7677). Any other format (an MD5 hash, none) does not verify, so the password is set again.
+// verifies reports whether password matches pg_authid.rolpassword's SCRAM-SHA-256 verifier,
+// "SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>" (RFC 7677); nothing else verifies.
 func verifies(verifier, password string) bool {
 	f := strings.FieldsFunc(verifier, func(r rune) bool { return r == '$' || r == ':' })
 	if len(f) != 5 || f[0] != "SCRAM-SHA-256" {
@@ -187,10 +169,7 @@ func verifies(verifier, password string) bool {
 	if err != nil || err1 != nil || err2 != nil || iterations <= 0 {
 		return false
 	}
-	salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
-	if err != nil {
-		return false
-	}
+	salted, _ := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size) // an error leaves nil: no match
 	mac := hmac.New(sha256.New, salted)
 	mac.Write([]byte("Client Key"))
 	storedKey := sha256.Sum256(mac.Sum(nil))
