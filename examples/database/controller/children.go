@@ -52,7 +52,7 @@ func (c *children) build(ctx context.Context, db *v1alpha1.Database) (*graph.Gra
 	role := graph.AddExternal(g, NodeRole, roles(pool), name, password).ObserveEvery(every)
 	database := graph.AddExternal(g, NodeDatabase, databases(pool), name, name).DependsOn(NodeRole).ObserveEvery(every)
 	for _, gr := range db.Spec.Grants {
-		graph.AddExternal(g, grantNode+gr.Role, grants(pool), GrantID(name, gr.Role), gr.Privileges).DependsOn(NodeDatabase).ObserveEvery(every)
+		graph.AddExternal(g, grantNode+gr.Role, grants(pool), grantID(name, gr.Role), gr.Privileges).DependsOn(NodeDatabase).ObserveEvery(every)
 	}
 	secret := g.Add(NodeSecret, c.secret(db, name, password)).DependsOn(NodeDatabase)
 	if db.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRetain {

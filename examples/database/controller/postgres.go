@@ -115,8 +115,8 @@ func databases(pool *pgxpool.Pool) graph.External[string] {
 	}
 }
 
-// GrantID names the grant of role on database: it exists while role holds a privilege on database.
-func GrantID(database, role string) string { return database + "/" + role }
+// grantID names the grant of role on database: it exists while role holds a privilege on database.
+func grantID(database, role string) string { return database + "/" + role }
 
 // grants manages the privileges of a role on a database, the owner's when the database is; the desired
 // state is exactly those listed. Delete is called only for a grant Observe found: both exist.
