@@ -67,12 +67,11 @@ func newQuietTest(t *testing.T, qc quietCache, opts ...reconcile.ReconcilerOptio
 		reconcile.WithOwns(&appsv1.Deployment{}),
 		// One worker: requests are reconciled in the order they were queued (see barrier).
 		reconcile.WithMaxConcurrentReconciles(1),
-		reconcile.WithReconcileObserver(qt.recs.Observe),
 	}, opts...)
 	env.StartManager(t, func(mgr manager.Manager) error {
 		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: webChildren}, opts...)
 		return r.SetupWithManager(mgr)
-	}, harness.WithManagerConfig(harness.DelayWatches(env.Config, qc.lag)), harness.WithManagerOptions(func(o *manager.Options) {
+	}, qt.recs.Observing(), harness.WithManagerConfig(harness.DelayWatches(env.Config, qc.lag)), harness.WithManagerOptions(func(o *manager.Options) {
 		o.Scheme = widgetScheme
 		if qc.cache != nil {
 			qc.cache(&o.Cache)

@@ -40,10 +40,10 @@ func (g *guardedThings) Observe(ctx context.Context, id, want string) (graph.Obs
 	return g.m.Observe(ctx, id, want)
 }
 
-func (g *guardedThings) Apply(ctx context.Context, id, want, owner string) error {
+func (g *guardedThings) Apply(ctx context.Context, id, want string, found graph.Observation, owner string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.m.Apply(ctx, id, want, owner)
+	return g.m.Apply(ctx, id, want, found, owner)
 }
 
 func (g *guardedThings) Delete(ctx context.Context, id string) error {

@@ -360,7 +360,7 @@ func (m *memThings) Observe(_ context.Context, id, _ string) (graph.Observation,
 	return graph.Observation{Exists: ok, Owner: o, UpToDate: ok, Ready: ok}, nil
 }
 
-func (m *memThings) Apply(_ context.Context, id, _, owner string) error {
+func (m *memThings) Apply(_ context.Context, id, _ string, _ graph.Observation, owner string) error {
 	if m.down != nil {
 		return m.down
 	}

@@ -23,6 +23,7 @@ func TestObservedReconcile(t *testing.T) {
 		"success":     {want: []string{"start ns/a", "inner ns/a", "done ns/a {false 0s} <nil>"}},
 		"requeue":     {res: ctrl.Result{RequeueAfter: time.Second}, want: []string{"start ns/a", "inner ns/a", "done ns/a {false 1s} <nil>"}},
 		"inner error": {err: boom, want: []string{"start ns/a", "inner ns/a", "done ns/a {false 0s} boom"}},
+		"no observer": {want: []string{"inner ns/a"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -38,7 +39,11 @@ func TestObservedReconcile(t *testing.T) {
 				}
 			}
 			req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}
-			res, err := observed{next: inner, observer: obs}.Reconcile(t.Context(), req)
+			ctx := t.Context()
+			if name != "no observer" {
+				ctx = ContextWithObserver(ctx, obs)
+			}
+			res, err := observed{next: inner}.Reconcile(ctx, req)
 			if res != tc.res || !errors.Is(err, tc.err) {
 				t.Errorf("Reconcile = %v, %v; want the inner reconciler's %v, %v", res, err, tc.res, tc.err)
 			}

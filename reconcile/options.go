@@ -36,7 +36,7 @@ type reconcilerConfig struct {
 	changeEvents  bool
 	pollInterval  time.Duration
 	watches       []extraWatch
-	observer      reconcileObserver
+	references    []reference
 	rateLimiter   workqueue.TypedRateLimiter[ctrl.Request]
 	shard         *sharding.Shard
 	// everyChildChange: every child update wakes the owner (WithEveryChildChange).
@@ -78,12 +78,12 @@ func (w extraWatch) cached(scheme *runtime.Scheme) (client.Object, bool) {
 	return meta, true
 }
 
-// WithWatches adds a watch on objects that are not children, such as a Secret the spec refers to:
-// handler maps an event to the requests of the objects to reconcile, opts are passed to the
-// controller builder (e.g. builder.OnlyMetadata to keep Secret data out of the cache). It may be
-// given several times.
+// WithWatches adds a watch on objects that are not children: handler maps an event to the requests of
+// the objects to reconcile, opts are passed to the controller builder (e.g. builder.OnlyMetadata to
+// keep Secret data out of the cache). It may be given several times. For objects the spec names by
+// name, such as a Secret, WithReferences does the mapping.
 //
-//	reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(welcomesNaming), builder.OnlyMetadata)
+//	reconcile.WithWatches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(clustersOnNode))
 func WithWatches(obj client.Object, h handler.EventHandler, opts ...builder.WatchesOption) ReconcilerOption {
 	return func(c *reconcilerConfig) {
 		c.watches = append(c.watches, extraWatch{obj: obj, handler: h, opts: opts})
@@ -105,7 +105,8 @@ func WithFinalizer(name string) ReconcilerOption {
 // matter to the owner, see WithEveryChildChange), and they are pruned even
 // after the graph stops declaring the type altogether. Child types a graph declares but WithOwns does
 // not are watched from the first reconcile that declares them; declare every type here to be safe
-// across restarts.
+// across restarts. With childcache, declare them once, in the cache options, and pass
+// childcache.Kinds(opts.Cache)... here.
 func WithOwns(objs ...client.Object) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.owns = append(c.owns, objs...) }
 }

@@ -160,7 +160,7 @@ type Reconciler[T Object] struct {
 	failedFn     func(context.Context, T, error)
 	owns         []client.Object
 	watches      []extraWatch
-	observer     reconcileObserver
+	references   []reference
 	rateLimiter  workqueue.TypedRateLimiter[ctrl.Request]
 	poll         time.Duration
 	interval     time.Duration
@@ -200,7 +200,7 @@ type Hooks[T Object] struct {
 	// with backoff.
 	Children func(ctx context.Context, obj T) (*graph.Graph, error)
 	// Status fills status fields of obj from the apply result (e.g. readyReplicas from the live
-	// Deployment in res.Child("deployment").Object). It runs after every successful apply; the
+	// Deployment, graph.Live[*appsv1.Deployment](res, "deployment")). It runs after every successful apply; the
 	// Reconciler sets the conditions afterwards and writes the status only if it changed. An error made
 	// with Invalid stalls the object; any other error is retried.
 	Status func(ctx context.Context, obj T, res *graph.Result) error

@@ -141,6 +141,13 @@ func newWidgetTest(t *testing.T, opts ...reconcile.ReconcilerOption) *widgetTest
 // widgetChildren).
 func newWidgetTestWith(t *testing.T, hooks reconcile.Hooks[*testapi.Widget], opts ...reconcile.ReconcilerOption) *widgetTest {
 	t.Helper()
+	return newObservedWidgetTest(t, hooks, nil, opts...)
+}
+
+// newObservedWidgetTest is newWidgetTestWith with observe (if not nil) told of every reconcile, through
+// the manager's BaseContext (reconcile.ContextWithObserver).
+func newObservedWidgetTest(t *testing.T, hooks reconcile.Hooks[*testapi.Widget], observe func(context.Context, ctrl.Request) func(ctrl.Result, error), opts ...reconcile.ReconcilerOption) *widgetTest {
+	t.Helper()
 	env := harness.Default()
 	c := setupWidgets(t, env)
 	wt := &widgetTest{
@@ -167,6 +174,9 @@ func newWidgetTestWith(t *testing.T, hooks reconcile.Hooks[*testapi.Widget], opt
 		// Only the test's namespace: Widgets other tests left behind (their namespaces still being
 		// terminated) would take this controller's workers.
 		o.Cache.DefaultNamespaces = map[string]cache.Config{wt.ns: {}}
+		if observe != nil {
+			o.BaseContext = func() context.Context { return reconcile.ContextWithObserver(context.Background(), observe) }
+		}
 	}))
 	return wt
 }
@@ -634,9 +644,8 @@ func TestIntegrationReconcilerDeletionConcurrency(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	wt := newWidgetTestWith(t, reconcile.Hooks[*testapi.Widget]{Cleanup: cleanupHook, Status: statusHook},
-		reconcile.WithMaxConcurrentReconciles(1), reconcile.WithDeletionConcurrency(deleting),
-		reconcile.WithReconcileObserver(observe))
+	wt := newObservedWidgetTest(t, reconcile.Hooks[*testapi.Widget]{Cleanup: cleanupHook, Status: statusHook}, observe,
+		reconcile.WithMaxConcurrentReconciles(1), reconcile.WithDeletionConcurrency(deleting))
 	var widgets []*testapi.Widget
 	for _, name := range []string{"blocker", "lane-0", "lane-1", "lane-2"} {
 		widgets = append(widgets, wt.create(t, name, testapi.WidgetSpec{Data: map[string]string{"k": "v"}}))

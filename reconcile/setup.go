@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/convergo-dev/convergo/ownership"
@@ -73,7 +72,7 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		maxConc:      cfg.maxConcurrent,
 		deletionConc: cfg.deletionConcurrent,
 		watches:      cfg.watches,
-		observer:     cfg.observer,
+		references:   cfg.references,
 		rateLimiter:  cfg.rateLimiter,
 		watched:      map[schema.GroupVersionKind]client.Object{},
 		finalizing:   map[types.NamespacedName]bool{},
@@ -160,7 +159,8 @@ func (r *Reconciler[T]) Name() string { return r.name }
 func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 
 // SetupWithManager registers the controller: it watches T (spec, label, annotation and deletion
-// changes; status-only updates do not trigger it), every WithOwns type and every WithWatches watch.
+// changes; status-only updates do not trigger it), every WithOwns type and every WithWatches and
+// WithReferences watch.
 // A child's creation and deletion always wake its owner; an update only when something the owner
 // applied may have changed (anything but the status, resourceVersion and managedFields) or when the
 // child's ReadyWhen check, as the owner's last reconcile used it, judges the new object otherwise
@@ -172,6 +172,9 @@ func (r *Reconciler[T]) Finalizer() string { return r.finalizer }
 func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if r.initErr != nil {
 		return r.initErr
+	}
+	if err := r.addReferences(mgr); err != nil {
+		return fmt.Errorf("set up controller %s: %w", r.name, err)
 	}
 	opts := controller.Options{MaxConcurrentReconciles: r.maxConc, RateLimiter: r.rateLimiter}
 	for _, f := range r.ctrlOpts {
@@ -212,11 +215,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if err := r.createInformers(mgr); err != nil {
 		return fmt.Errorf("set up controller %s: %w", r.name, err)
 	}
-	var rec ctrlreconcile.Reconciler = r
-	if r.observer != nil {
-		rec = observed{next: r, observer: r.observer}
-	}
-	c, err := b.Build(rec)
+	c, err := b.Build(observed{next: r})
 	if err != nil {
 		return fmt.Errorf("set up controller %s: %w", r.name, err)
 	}

@@ -258,6 +258,11 @@ func (r *ring) start(name string) *replica {
 		Scheme: widgetsScheme, Logger: logger, Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{r.ns: {}}},
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		BaseContext: func() context.Context {
+			return reconcile.ContextWithObserver(context.Background(), func(_ context.Context, req ctrl.Request) func(ctrl.Result, error) {
+				return func(ctrl.Result, error) { r.mon.leave(req.String(), name) }
+			})
+		},
 	}
 	childcache.Configure(&opts.Cache, &corev1.ConfigMap{})
 	shardCfg.ScopeCache(&opts.Cache, &testapi.Widget{}, &corev1.ConfigMap{})
@@ -285,12 +290,9 @@ func (r *ring) start(name string) *replica {
 		g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name}, Data: w.Spec.Data})
 		return g, nil
 	}
-	observer := func(_ context.Context, req ctrl.Request) func(ctrl.Result, error) {
-		return func(ctrl.Result, error) { r.mon.leave(req.String(), name) }
-	}
 	rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: children},
 		reconcile.WithName("sharded-"+r.name), reconcile.WithOwns(&corev1.ConfigMap{}),
-		reconcile.WithSharding(rep.shard), reconcile.WithReconcileObserver(observer))
+		reconcile.WithSharding(rep.shard))
 	if err := rec.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

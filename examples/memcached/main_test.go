@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
+	"github.com/convergo-dev/convergo/operator"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // startOperator runs the operator's main loop against env's kubeconfig file, as a user would, with f,
 // until the test ends; the cleanup checks that it stopped cleanly.
-func startOperator(t *testing.T, env *harness.Env, f flags) {
+func startOperator(t *testing.T, env *harness.Env, f operator.Flags) {
 	t.Helper()
 	t.Setenv("KUBECONFIG", env.KubeconfigPath)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -59,7 +59,7 @@ func startOperator(t *testing.T, env *harness.Env, f flags) {
 func TestRun(t *testing.T) {
 	env := harness.Default()
 	hooks := env.WebhookOptions()
-	startOperator(t, env, flags{metrics: metricsserver.Options{BindAddress: "0"}, probeAddr: "0", webhook: webhook.Options{Host: hooks.Host, Port: hooks.Port, CertDir: hooks.CertDir}})
+	startOperator(t, env, operator.Flags{ProbeAddr: "0", Webhook: webhook.Options{Host: hooks.Host, Port: hooks.Port, CertDir: hooks.CertDir}})
 	env.WaitForWebhookServer(t, time.Minute)
 
 	ns := env.Namespace(t)
@@ -99,7 +99,7 @@ func TestRunWithoutWebhooks(t *testing.T) {
 	}
 	env := harness.Default()
 	// An empty certificate directory: with the webhook enabled its server would fail to start.
-	startOperator(t, env, flags{metrics: metricsserver.Options{BindAddress: "0"}, probeAddr: "0", webhook: webhook.Options{CertDir: t.TempDir()}})
+	startOperator(t, env, operator.Flags{ProbeAddr: "0", Webhook: webhook.Options{CertDir: t.TempDir()}})
 
 	ns := env.Namespace(t)
 	mc := &v1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}, Spec: v1alpha1.MemcachedSpec{Size: 1}}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
+	"github.com/convergo-dev/convergo/operator"
 	"github.com/convergo-dev/convergo/sharding"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -37,7 +38,7 @@ func TestRun(t *testing.T) {
 	t.Setenv("KUBECONFIG", env.KubeconfigPath)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, flags{metricsAddr: "0", probeAddr: "0"}) }()
+	go func() { done <- run(ctx, flags{Flags: operator.Flags{ProbeAddr: "0"}}) }()
 
 	ns := env.Namespace(t)
 	mc := &v1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"}, Spec: v1alpha1.WelcomeSpec{Name: "Alice"}}
@@ -74,7 +75,7 @@ func TestRunSharded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, flags{metricsAddr: "0", probeAddr: "0", shardRing: "welcome", shardMember: "welcome-0", shardNamespace: ns})
+		done <- run(ctx, flags{Flags: operator.Flags{ProbeAddr: "0"}, shardRing: "welcome", shardMember: "welcome-0", shardNamespace: ns})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -114,7 +115,7 @@ func TestRunShardFlags(t *testing.T) {
 		f    flags
 		want string
 	}{
-		"with leader election": {flags{shardRing: "welcome", shardMember: "a", shardNamespace: "ns", leaderElect: true}, "drop --leader-elect"},
+		"with leader election": {flags{shardRing: "welcome", shardMember: "a", shardNamespace: "ns", Flags: operator.Flags{LeaderElect: true}}, "drop --leader-elect"},
 		"no member":            {flags{shardRing: "welcome", shardNamespace: "ns"}, "--shard-member"},
 	}
 	for name, tc := range tests {

@@ -2,6 +2,8 @@ package childcache
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -90,4 +92,23 @@ func hasRequirement(sel labels.Selector, want labels.Requirement) bool {
 		}
 	}
 	return false
+}
+
+// Kinds returns the child kinds opts keeps to Convergo's children (those Configure was given), as new
+// empty objects sorted by type name: the kinds a Reconciler should watch, so that they are declared
+// once, where the cache is shaped.
+//
+//	reconcile.WithOwns(childcache.Kinds(opts.Cache)...)
+func Kinds(opts cache.Options) []client.Object {
+	tracked, _ := labels.NewRequirement(ownership.OwnerUIDLabel, selection.Exists, nil)
+	var kinds []client.Object
+	for k, v := range opts.ByObject {
+		if v.Label != nil && hasRequirement(v.Label, *tracked) {
+			kinds = append(kinds, reflect.New(reflect.TypeOf(k).Elem()).Interface().(client.Object))
+		}
+	}
+	slices.SortFunc(kinds, func(a, b client.Object) int {
+		return strings.Compare(reflect.TypeOf(a).String(), reflect.TypeOf(b).String())
+	})
+	return kinds
 }

@@ -164,3 +164,33 @@ func keyOf(m map[string]string, k string) string {
 	}
 	return ""
 }
+
+// TestKinds: the kinds Configure filtered, whatever else the options hold, in a stable order.
+func TestKinds(t *testing.T) {
+	cases := map[string]struct {
+		opts func() cache.Options
+		want []string
+	}{
+		"nothing configured": {opts: func() cache.Options { return cache.Options{} }},
+		"configured kinds only": {
+			opts: func() cache.Options {
+				opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+					&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{"team": "a"})}}}
+				Configure(&opts, &corev1.Service{}, &appsv1.Deployment{}, &corev1.ConfigMap{})
+				return opts
+			},
+			want: []string{"*v1.ConfigMap", "*v1.Deployment", "*v1.Service"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, k := range Kinds(tc.opts()) {
+				got = append(got, fmt.Sprintf("%T", k))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Kinds (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -5,4 +5,7 @@
 //	opts := ctrl.Options{Scheme: scheme}
 //	childcache.Configure(&opts.Cache, &appsv1.Deployment{}, &corev1.Service{})
 //	mgr, err := ctrl.NewManager(cfg, opts)
+//	r := reconcile.NewReconciler(mgr, hooks, reconcile.WithOwns(childcache.Kinds(opts.Cache)...))
+//
+// Kinds reads the child kinds back from the options, so they are declared once.
 package childcache

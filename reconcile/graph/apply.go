@@ -56,6 +56,25 @@ func (r *Result) Child(name string) *ChildResult {
 	return nil
 }
 
+// Live returns the live object of the child called name, as its type T, after Apply: false when r has
+// no such child, the child was not applied, or it is not a T.
+//
+//	if d, ok := graph.Live[*appsv1.Deployment](res, "deployment"); ok {
+//		mc.Status.ReadyReplicas = d.Status.ReadyReplicas
+//	}
+func Live[T client.Object](r *Result, name string) (T, bool) {
+	var zero T
+	if r == nil {
+		return zero, false
+	}
+	c := r.Child(name)
+	if c == nil || c.Object == nil {
+		return zero, false
+	}
+	obj, ok := c.Object.(T)
+	return obj, ok
+}
+
 // Changed reports whether any child was created, updated or recreated.
 func (r *Result) Changed() bool {
 	for _, c := range r.Children {

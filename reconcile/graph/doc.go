@@ -18,4 +18,12 @@
 //
 //	g.Add("data", pvc).KeepOnDelete()
 //	g.Add("web", deployment).DependsOn("data").DeletionPropagation(metav1.DeletePropagationForeground)
+//
+// After Apply, Live gives a child's live object as its own type. An object outside the API server is
+// an external node (AddExternal), managed by an External of its kind or an ExternalFuncs of functions;
+// OwnerMark and OwnerFromMark write and read its owner mark in free text.
+//
+//	if d, ok := graph.Live[*appsv1.Deployment](res, "deployment"); ok {
+//		readyReplicas = d.Status.ReadyReplicas
+//	}
 package graph

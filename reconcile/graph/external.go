@@ -15,8 +15,14 @@ import (
 
 // External is how a graph manages one kind of object that lives outside the API server (a PostgreSQL
 // role, a bucket, a DNS record), named by an identity string the author chooses (the role's name). S
-// is the desired state of one such object. Implement it once per kind and declare objects with
-// AddExternal. Every method must be idempotent, and safe to call again after a crash at any point.
+// is the desired state of one such object. Implement it once per kind (or fill in ExternalFuncs) and
+// declare objects with AddExternal. Every method must be idempotent, and safe to call again after a
+// crash at any point.
+//
+// The owner mark is the owner's UID. Apply leaves it on the object where the system holds one (a
+// comment, a tag, a label) and Observe reports it in Observation.Owner; OwnerMark and OwnerFromMark
+// encode it in, and read it from, free text such as a comment. An object without a mark is the owner's
+// only while the owner's record (ExternalAnnotation) names it.
 type External[S any] interface {
 	// Kind names the kind, such as "postgres.role". It is recorded on the owner with every identity,
 	// so that pruning and deletion find the kind again: keep it stable, without "/".
@@ -26,10 +32,11 @@ type External[S any] interface {
 	// must report Exists and Owner whatever want holds: deletion and pruning pass the zero S.
 	Observe(ctx context.Context, id string, want S) (Observation, error)
 	// Apply creates the object called id, or changes it to hold want, and leaves owner on it as its
-	// owner mark (in a comment, a tag, a label) where the system can hold one. It is called only when
-	// Observe reported the object missing or not holding want, and, for an object that exists, only
-	// when it is this owner's (or AdoptExisting allows taking it over).
-	Apply(ctx context.Context, id string, want S, owner string) error
+	// owner mark where the system can hold one. found is what Observe reported just before (found.Exists
+	// says whether to create or to change): Apply is called only when the object was missing or did
+	// not hold want, and, for an object that exists, only when it is this owner's (or AdoptExisting
+	// allows taking it over).
+	Apply(ctx context.Context, id string, want S, found Observation, owner string) error
 	// Delete deletes the object called id. An object already gone is no error. It is called only for
 	// an object that is this owner's.
 	Delete(ctx context.Context, id string) error
@@ -40,6 +47,67 @@ type External[S any] interface {
 type Releaser interface {
 	// Release removes the owner mark from the object called id; an object already gone is no error.
 	Release(ctx context.Context, id string) error
+}
+
+// ownerMarkPrefix starts the text OwnerMark writes.
+const ownerMarkPrefix = "convergo.dev/owner="
+
+// OwnerMark returns the owner mark of owner (the owner argument of External.Apply) as free text, for
+// a system that holds a comment or a description rather than a tag: "convergo.dev/owner=<owner>".
+//
+//	COMMENT ON ROLE app IS 'convergo.dev/owner=6f1c...'
+func OwnerMark(owner string) string { return ownerMarkPrefix + owner }
+
+// OwnerFromMark returns the owner a text written by OwnerMark names, for Observation.Owner: "" when
+// the text holds no owner mark (another tool's comment, none).
+func OwnerFromMark(text string) string {
+	owner, _ := strings.CutPrefix(text, ownerMarkPrefix)
+	if len(owner) == len(text) {
+		return ""
+	}
+	return owner
+}
+
+// ExternalFuncs is an External made of functions, for a kind that needs no type of its own (as
+// crossplane's ExternalClientFns). Observe, Apply and Delete must be set; Release may be nil, in which
+// case a kept object is let go without touching it.
+//
+//	var roles = graph.ExternalFuncs[RoleState]{KindName: "postgres.role", ObserveFn: observeRole, ApplyFn: applyRole, DeleteFn: dropRole}
+type ExternalFuncs[S any] struct {
+	// KindName is what Kind returns.
+	KindName string
+	// ObserveFn is Observe.
+	ObserveFn func(ctx context.Context, id string, want S) (Observation, error)
+	// ApplyFn is Apply.
+	ApplyFn func(ctx context.Context, id string, want S, found Observation, owner string) error
+	// DeleteFn is Delete.
+	DeleteFn func(ctx context.Context, id string) error
+	// ReleaseFn is Release (see Releaser); nil releases nothing.
+	ReleaseFn func(ctx context.Context, id string) error
+}
+
+// Kind returns f.KindName.
+func (f ExternalFuncs[S]) Kind() string { return f.KindName }
+
+// Observe calls f.ObserveFn.
+func (f ExternalFuncs[S]) Observe(ctx context.Context, id string, want S) (Observation, error) {
+	return f.ObserveFn(ctx, id, want)
+}
+
+// Apply calls f.ApplyFn.
+func (f ExternalFuncs[S]) Apply(ctx context.Context, id string, want S, found Observation, owner string) error {
+	return f.ApplyFn(ctx, id, want, found, owner)
+}
+
+// Delete calls f.DeleteFn.
+func (f ExternalFuncs[S]) Delete(ctx context.Context, id string) error { return f.DeleteFn(ctx, id) }
+
+// Release calls f.ReleaseFn, if set.
+func (f ExternalFuncs[S]) Release(ctx context.Context, id string) error {
+	if f.ReleaseFn == nil {
+		return nil
+	}
+	return f.ReleaseFn(ctx, id)
 }
 
 // Observation is what External.Observe found.
@@ -85,9 +153,11 @@ type externalNode struct {
 type externalOps struct {
 	kind    string
 	observe func(ctx context.Context, id string) (Observation, error)
-	apply   func(ctx context.Context, id, owner string) error
+	apply   func(ctx context.Context, id string, found Observation, owner string) error
 	delete  func(ctx context.Context, id string) error
 	release func(ctx context.Context, id string) error
+	// missing names the function an ExternalFuncs lacks.
+	missing string
 }
 
 // opsOf binds want to ext's operations.
@@ -98,12 +168,22 @@ func opsOf[S any](ext External[S], want S) externalOps {
 		observe: func(ctx context.Context, id string) (Observation, error) {
 			return traced(ctx, kind, "observe", id, func(ctx context.Context) (Observation, error) { return ext.Observe(ctx, id, want) })
 		},
-		apply: func(ctx context.Context, id, owner string) error {
-			return tracedCall(ctx, kind, "apply", id, func(ctx context.Context) error { return ext.Apply(ctx, id, want, owner) })
+		apply: func(ctx context.Context, id string, found Observation, owner string) error {
+			return tracedCall(ctx, kind, "apply", id, func(ctx context.Context) error { return ext.Apply(ctx, id, want, found, owner) })
 		},
 		delete: func(ctx context.Context, id string) error {
 			return tracedCall(ctx, kind, "delete", id, func(ctx context.Context) error { return ext.Delete(ctx, id) })
 		},
+	}
+	if f, ok := ext.(ExternalFuncs[S]); ok {
+		switch {
+		case f.ObserveFn == nil:
+			ops.missing = "ObserveFn"
+		case f.ApplyFn == nil:
+			ops.missing = "ApplyFn"
+		case f.DeleteFn == nil:
+			ops.missing = "DeleteFn"
+		}
 	}
 	if r, ok := ext.(Releaser); ok {
 		ops.release = func(ctx context.Context, id string) error {
@@ -185,6 +265,8 @@ func validateExternal(n *Node) error {
 	switch {
 	case e.ops.observe == nil:
 		return fmt.Errorf("%w: external node %q has no External", ErrInvalidGraph, n.name)
+	case e.ops.missing != "":
+		return fmt.Errorf("%w: external node %q: its ExternalFuncs has no %s", ErrInvalidGraph, n.name, e.ops.missing)
 	case e.ops.kind == "":
 		return fmt.Errorf("%w: external node %q: its External's Kind is empty", ErrInvalidGraph, n.name)
 	case e.id == "":
@@ -250,7 +332,7 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 		if cr.Operation == apply.OperationCreated {
 			step = "create"
 		}
-		if err := e.ops.apply(ctx, e.id, rec.mark()); err != nil {
+		if err := e.ops.apply(ctx, e.id, obs, rec.mark()); err != nil {
 			return fail(step, err)
 		}
 		if obs, err = e.ops.observe(ctx, e.id); err != nil {

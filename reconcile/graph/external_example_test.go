@@ -35,7 +35,7 @@ func (z *dnsZone) Observe(_ context.Context, name string, want dnsRecord) (graph
 	return graph.Observation{Exists: true, Owner: z.comment[name], UpToDate: got == want, Ready: true}, nil
 }
 
-func (z *dnsZone) Apply(_ context.Context, name string, want dnsRecord, owner string) error {
+func (z *dnsZone) Apply(_ context.Context, name string, want dnsRecord, _ graph.Observation, owner string) error {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	z.records[name], z.comment[name] = want, owner

@@ -40,6 +40,8 @@ type store struct {
 	fail error
 	// beforeApply, when set, runs at the start of Apply.
 	beforeApply func(id string)
+	// found holds, per Apply, "<id> exists=<found.Exists>".
+	found []string
 }
 
 func newStore() *store { return &store{things: map[string]*thing{}, calls: map[string]int{}} }
@@ -64,13 +66,14 @@ func (s *store) Observe(_ context.Context, id, want string) (Observation, error)
 	return obs, nil
 }
 
-func (s *store) Apply(_ context.Context, id, want, owner string) error {
+func (s *store) Apply(_ context.Context, id, want string, found Observation, owner string) error {
 	if s.beforeApply != nil {
 		s.beforeApply(id)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls["apply"]++
+	s.found = append(s.found, fmt.Sprintf("%s exists=%v", id, found.Exists))
 	if s.fail != nil {
 		return s.fail
 	}
@@ -454,6 +457,9 @@ func TestValidateExternalNodes(t *testing.T) {
 		}, "applies to cluster children only"},
 		{"same object twice", func(g *Graph) { AddExternal(g, "a", s, "x", "v"); AddExternal(g, "b", s, "x", "v") }, "declare the same object external mem.thing x"},
 		{"adopt on a cluster child", func(g *Graph) { g.Add("cm", &corev1.ConfigMap{}).AdoptExisting() }, "apply.WithAdoptOrphans"},
+		{"ExternalFuncs without ApplyFn", func(g *Graph) {
+			AddExternal(g, "db", ExternalFuncs[string]{KindName: "mem.thing", ObserveFn: s.Observe, DeleteFn: s.Delete}, "x", "v")
+		}, `its ExternalFuncs has no ApplyFn`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,7 +7,7 @@
 //
 // For an operator built on reconcile.Reconciler it also checks what the operator does once converged.
 // StartOperator starts it with its requests counted (harness.RequestCounter) and its reconciles
-// recorded per object (Reconciles, for reconcile.WithReconcileObserver); ReconcileAfter waits until a given
+// recorded per object (Reconciles, through reconcile.ContextWithObserver); ReconcileAfter waits until a given
 // object has really been reconciled after a change, by a reconcile that started once the manager's
 // cache showed that change; ExpectNoRequests asserts that such a reconcile, for each of several
 // changes, costs no API request at all.
@@ -19,7 +19,7 @@
 //	func TestZeroRequestsOnceConverged(t *testing.T) {
 //		env := harness.Default()
 //		ns := env.Namespace(t)
-//		op := optest.StartOperator(t, env, controller.Setup)
+//		op := optest.StartOperator(t, env, controller.SetupWithManager)
 //		mc := optest.Create(t, env.Client, &v1alpha1.Memcached{
 //			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}, Spec: v1alpha1.MemcachedSpec{Size: 3}})
 //		key := client.ObjectKeyFromObject(mc)

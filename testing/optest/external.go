@@ -148,8 +148,8 @@ func (c *ExternalCounter) do(ctx context.Context, kind string, step Step, id str
 // so the graph releases a kept object through it as it would through ext. ext and c must not be nil.
 //
 //	counter := optest.NewExternalCounter()
-//	roles := optest.CountExternal(counter, controller.Roles{Pool: pool})
-//	graph.AddExternal(g, "role", roles, "app", controller.RoleState{Password: pw})
+//	roles := optest.CountExternal(counter, roles(pool))
+//	graph.AddExternal(g, "role", roles, "app", roleState{password: pw})
 //	// ...
 //	if n := counter.Snapshot().Count("postgres.role", optest.StepApply); n != 1 { ... }
 func CountExternal[S any](c *ExternalCounter, ext graph.External[S]) graph.External[S] {
@@ -180,8 +180,8 @@ func (e *countedExternal[S]) Observe(ctx context.Context, id string, want S) (gr
 }
 
 // Apply records the call and passes it on.
-func (e *countedExternal[S]) Apply(ctx context.Context, id string, want S, owner string) error {
-	return e.counter.do(ctx, e.ext.Kind(), StepApply, id, func() error { return e.ext.Apply(ctx, id, want, owner) })
+func (e *countedExternal[S]) Apply(ctx context.Context, id string, want S, found graph.Observation, owner string) error {
+	return e.counter.do(ctx, e.ext.Kind(), StepApply, id, func() error { return e.ext.Apply(ctx, id, want, found, owner) })
 }
 
 // Delete records the call and passes it on.

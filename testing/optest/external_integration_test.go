@@ -39,7 +39,7 @@ func (r roles) Observe(ctx context.Context, name string, _ struct{}) (graph.Obse
 	return graph.Observation{Exists: true, Owner: comment, UpToDate: true, Ready: true}, nil
 }
 
-func (r roles) Apply(ctx context.Context, name string, _ struct{}, owner string) error {
+func (r roles) Apply(ctx context.Context, name string, _ struct{}, _ graph.Observation, owner string) error {
 	return pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()); err != nil {
 			return err

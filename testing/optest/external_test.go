@@ -33,7 +33,7 @@ func (s *things) Observe(_ context.Context, id string, want int) (graph.Observat
 	return graph.Observation{Exists: ok, Owner: owner, UpToDate: ok && want > 0, Ready: ok}, s.fail
 }
 
-func (s *things) Apply(_ context.Context, id string, _ int, owner string) error {
+func (s *things) Apply(_ context.Context, id string, _ int, _ graph.Observation, owner string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log = append(s.log, "apply "+id)
@@ -109,7 +109,7 @@ func TestCountExternalRecords(t *testing.T) {
 	if obs, err := ext.Observe(ctx, "a", 1); err != nil || obs.Exists {
 		t.Fatalf("Observe of a missing object = %+v, %v; want it missing, no error", obs, err)
 	}
-	if err := ext.Apply(ctx, "a", 1, "owner-1"); err != nil {
+	if err := ext.Apply(ctx, "a", 1, graph.Observation{}, "owner-1"); err != nil {
 		t.Fatal(err)
 	}
 	obs, err := ext.Observe(ctx, "a", 1)
@@ -227,7 +227,7 @@ func TestExternalCounterOnCall(t *testing.T) {
 				return tc.onCall(ctx, call)
 			})
 			ext := CountExternal(c, graph.External[int](inner))
-			if err := ext.Apply(t.Context(), "a", 1, "o"); !errors.Is(err, tc.wantErr) {
+			if err := ext.Apply(t.Context(), "a", 1, graph.Observation{}, "o"); !errors.Is(err, tc.wantErr) {
 				t.Errorf("Apply = %v, want %v", err, tc.wantErr)
 			}
 			if err := ext.Delete(t.Context(), "a"); err != nil {
@@ -264,7 +264,7 @@ func TestExternalCounterOnCall(t *testing.T) {
 		})
 		ext := CountExternal(c, graph.External[int](inner))
 		done := make(chan error, 1)
-		go func() { done <- ext.Apply(t.Context(), "a", 1, "o") }()
+		go func() { done <- ext.Apply(t.Context(), "a", 1, graph.Observation{}, "o") }()
 
 		held := <-reached
 		// The step is under way: here a test breaks what the External talks to.

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -24,29 +23,29 @@ type Operator struct {
 	// Requests records the requests the manager sends: the manager's rest.Config is Requests.Wrap of
 	// another.
 	Requests *harness.RequestCounter
-	// Reconciles records the reconciles of the operator's controller: it was set up with
-	// reconcile.WithReconcileObserver(Reconciles.Observe).
+	// Reconciles records the reconciles of the operator's controllers: the manager's BaseContext
+	// carries reconcile.ContextWithObserver(ctx, Reconciles.Observe).
 	Reconciles *Reconciles
 }
 
-// StartOperator starts a manager for the test (env.StartManager, with opts) whose requests a new
-// RequestCounter records and whose controller reports its reconciles to a new Reconciles. setup returns
-// the function that registers the operator's controller with the reconciler options it is given, such
-// as the examples' controller.Setup:
+// StartOperator starts a manager for the test (env.StartManager, with setup and opts) whose requests a
+// new RequestCounter records and whose Convergo controllers report their reconciles to a new
+// Reconciles, through the manager's BaseContext (reconcile.ContextWithObserver): setup is the
+// operator's own, such as the examples' controller.SetupWithManager, with nothing added for the test.
 //
-//	op := optest.StartOperator(t, env, controller.Setup)
+//	op := optest.StartOperator(t, env, controller.SetupWithManager)
 //
 // The manager talks to the API server as env.Config (admin); a harness.WithManagerConfig in opts is
 // overridden. To count the requests of another identity, build the Operator by hand:
 //
 //	op := &optest.Operator{Requests: harness.NewRequestCounter(), Reconciles: optest.NewReconciles()}
-//	op.Manager = env.StartManager(t, controller.Setup(reconcile.WithReconcileObserver(op.Reconciles.Observe)),
+//	op.Manager = env.StartManager(t, controller.SetupWithManager, op.Reconciles.Observing(),
 //		harness.WithManagerConfig(op.Requests.Wrap(cfg)))
-func StartOperator(t testing.TB, env *harness.Env, setup func(...reconcile.ReconcilerOption) func(manager.Manager) error, opts ...harness.ManagerOption) *Operator {
+func StartOperator(t testing.TB, env *harness.Env, setup func(manager.Manager) error, opts ...harness.ManagerOption) *Operator {
 	t.Helper()
 	op := &Operator{Requests: harness.NewRequestCounter(), Reconciles: NewReconciles()}
-	opts = append(slices.Clone(opts), harness.WithManagerConfig(op.Requests.Wrap(env.Config)))
-	op.Manager = env.StartManager(t, setup(reconcile.WithReconcileObserver(op.Reconciles.Observe)), opts...)
+	opts = append(slices.Clone(opts), op.Reconciles.Observing(), harness.WithManagerConfig(op.Requests.Wrap(env.Config)))
+	op.Manager = env.StartManager(t, setup, opts...)
 	return op
 }
 

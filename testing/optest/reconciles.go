@@ -10,7 +10,9 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -44,8 +46,8 @@ func (r Reconcile) String() string {
 }
 
 // Reconciles records, per object, the reconciles of a controller: when each started and finished, and
-// what it returned. Give its method Observe to the controller with
-// reconcile.WithReconcileObserver(recs.Observe) (StartOperator does). A test then waits for a
+// what it returned. Observing gives its method Observe to a manager's controllers (StartOperator
+// does). A test then waits for a
 // reconcile of a given object that started after a point it chose (Mark, WaitFor), which an earlier
 // queued reconcile or one of another object cannot satisfy, as a count of reconciles can.
 //
@@ -61,8 +63,26 @@ type Reconciles struct {
 // NewReconciles returns an empty record.
 func NewReconciles() *Reconciles { return &Reconciles{} }
 
+// Observing returns the manager option under which every Convergo controller of the manager reports
+// its reconciles to r: the manager's BaseContext (the context its controllers run under, the one it
+// already had or context.Background) carries reconcile.ContextWithObserver(ctx, r.Observe).
+//
+//	env.StartManager(t, controller.SetupWithManager, recs.Observing())
+func (r *Reconciles) Observing() harness.ManagerOption {
+	return harness.WithManagerOptions(func(o *manager.Options) {
+		base := o.BaseContext
+		o.BaseContext = func() context.Context {
+			ctx := context.Background()
+			if base != nil {
+				ctx = base()
+			}
+			return reconcile.ContextWithObserver(ctx, r.Observe)
+		}
+	})
+}
+
 // Observe records the start of a reconcile of req and returns the function that records its end. It
-// is what reconcile.WithReconcileObserver takes, and runs on the controller's worker goroutine.
+// is what reconcile.ContextWithObserver takes, and runs on the controller's worker goroutine.
 //
 // While an Operator.ReconcileAfter for req's object is running its write, Observe waits for the write
 // to return (or ctx to end) before it records the start, so that it can tell whether the reconcile

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,32 +18,16 @@ import (
 	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
-// Node names of a Database's graph.
-const (
-	NodeRole     = "role"
-	NodeDatabase = "database"
-	NodeSecret   = "credentials"
-	// grantNode prefixes the node of each grant, "grant:<role>".
-	grantNode = "grant:"
-)
+// Node names of a Database's graph; each grant's is grantNode+"<role>".
+const NodeRole, NodeDatabase, NodeSecret, grantNode = "role", "database", "credentials", "grant:"
 
-// Secret keys.
-const (
-	KeyUsername = "username"
-	KeyPassword = "password"
-	KeyHost     = "host"
-	KeyPort     = "port"
-	KeyDatabase = "database"
-	KeyURI      = "uri"
-)
+// Keys of the credentials Secret.
+const KeyUsername, KeyPassword, KeyHost, KeyPort, KeyDatabase, KeyURI = "username", "password", "host", "port", "database", "uri"
 
 // DatabaseName returns the PostgreSQL name of db's database (and of its role): spec.databaseName,
 // else "<namespace>_<name>" with "-" replaced by "_".
 func DatabaseName(db *v1alpha1.Database) string {
-	if db.Spec.DatabaseName != "" {
-		return db.Spec.DatabaseName
-	}
-	return strings.ReplaceAll(db.Namespace+"_"+db.Name, "-", "_")
+	return cmp.Or(db.Spec.DatabaseName, strings.ReplaceAll(db.Namespace+"_"+db.Name, "-", "_"))
 }
 
 // SecretName returns the name of db's credentials Secret.
@@ -53,9 +37,8 @@ func SecretName(db *v1alpha1.Database) string { return db.Name + "-credentials" 
 // entry, and the credentials Secret once the database is ready. With deletionPolicy Retain the role,
 // the database and the Secret are kept when the Database goes (grants are not: they are revoked).
 type children struct {
-	server Server
-	reader client.Reader // the manager's cached client
-	api    client.Reader // the manager's API reader
+	server      Server
+	reader, api client.Reader // the manager's cached client and API reader
 }
 
 func (c *children) build(ctx context.Context, db *v1alpha1.Database) (*graph.Graph, error) {
@@ -64,18 +47,15 @@ func (c *children) build(ctx context.Context, db *v1alpha1.Database) (*graph.Gra
 	if err != nil {
 		return nil, err
 	}
-	g := graph.New(graph.WithExternalKinds[GrantState](Grants{Pool: c.server.Pool}))
-	every := c.server.Interval
-	retain := db.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRetain
-	role := graph.AddExternal(g, NodeRole, Roles{Pool: c.server.Pool}, name, RoleState{Password: password}).ObserveEvery(every)
-	database := graph.AddExternal(g, NodeDatabase, Databases{Pool: c.server.Pool}, name, DatabaseState{Owner: name}).
-		DependsOn(NodeRole).ObserveEvery(every)
+	pool, every := c.server.Pool, c.server.Interval
+	g := graph.New(graph.WithExternalKinds(grants(pool)))
+	role := graph.AddExternal(g, NodeRole, roles(pool), name, password).ObserveEvery(every)
+	database := graph.AddExternal(g, NodeDatabase, databases(pool), name, name).DependsOn(NodeRole).ObserveEvery(every)
 	for _, gr := range db.Spec.Grants {
-		graph.AddExternal(g, grantNode+gr.Role, Grants{Pool: c.server.Pool}, GrantID(name, gr.Role), GrantState{Privileges: gr.Privileges}).
-			DependsOn(NodeDatabase).ObserveEvery(every)
+		graph.AddExternal(g, grantNode+gr.Role, grants(pool), grantID(name, gr.Role), gr.Privileges).DependsOn(NodeDatabase).ObserveEvery(every)
 	}
 	secret := g.Add(NodeSecret, c.secret(db, name, password)).DependsOn(NodeDatabase)
-	if retain {
+	if db.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRetain {
 		role.KeepOnDelete()
 		database.KeepOnDelete()
 		secret.KeepOnDelete()
@@ -83,18 +63,15 @@ func (c *children) build(ctx context.Context, db *v1alpha1.Database) (*graph.Gra
 	return g, nil
 }
 
-// password returns the password in db's Secret, read from the cache, else (the cache may lag) from the
-// API server, else a new one.
+// password returns the password in db's Secret, read from the cache, else (it may not show a Secret
+// just written) from the API server, else a new one.
 func (c *children) password(ctx context.Context, db *v1alpha1.Database) (string, error) {
-	key := client.ObjectKey{Namespace: db.Namespace, Name: SecretName(db)}
+	key, s := client.ObjectKey{Namespace: db.Namespace, Name: SecretName(db)}, &corev1.Secret{}
 	for _, r := range []client.Reader{c.reader, c.api} {
-		var s corev1.Secret
-		err := r.Get(ctx, key, &s)
-		switch {
-		case err == nil && len(s.Data[KeyPassword]) > 0:
-			return string(s.Data[KeyPassword]), nil
-		case err != nil && !apierrors.IsNotFound(err):
+		if err := r.Get(ctx, key, s); client.IgnoreNotFound(err) != nil {
 			return "", fmt.Errorf("read secret %s: %w", key, err)
+		} else if p := s.Data[KeyPassword]; err == nil && len(p) > 0 {
+			return string(p), nil
 		}
 	}
 	return rand.Text(), nil
@@ -104,17 +81,7 @@ func (c *children) password(ctx context.Context, db *v1alpha1.Database) (string,
 func (c *children) secret(db *v1alpha1.Database, name, password string) *corev1.Secret {
 	port := strconv.Itoa(c.server.Port)
 	uri := url.URL{Scheme: "postgresql", User: url.UserPassword(name, password),
-		Host: net.JoinHostPort(c.server.Host, port), Path: "/" + name, RawQuery: "sslmode=" + c.server.sslMode()}
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: SecretName(db)},
-		Type:       corev1.SecretTypeOpaque,
-		Data: map[string][]byte{
-			KeyUsername: []byte(name),
-			KeyPassword: []byte(password),
-			KeyHost:     []byte(c.server.Host),
-			KeyPort:     []byte(port),
-			KeyDatabase: []byte(name),
-			KeyURI:      []byte(uri.String()),
-		},
-	}
+		Host: net.JoinHostPort(c.server.Host, port), Path: "/" + name, RawQuery: "sslmode=" + c.server.SSLMode}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SecretName(db)}, Type: corev1.SecretTypeOpaque, StringData: map[string]string{
+		KeyUsername: name, KeyPassword: password, KeyHost: c.server.Host, KeyPort: port, KeyDatabase: name, KeyURI: uri.String()}}
 }

@@ -1,6 +1,16 @@
+// Package controller is the Database operator's controller: for each Database it keeps a PostgreSQL
+// role, a database owned by it, the grants the spec declares, and a Secret with the role's
+// credentials, as one graph: role -> database -> grant:<role>... and credentials (the Secret).
+//
+// PostgreSQL sends no watch events, so each Database's objects are observed again every
+// Server.Interval; a dropped role, a changed password or a revoked grant is repaired then. An object
+// without this Database's owner mark is never taken over nor dropped. Deleting a Database revokes its
+// grants, drops its database, then its role, then removes the finalizer; with deletionPolicy Retain
+// the database, the role and the Secret stay.
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -16,14 +26,8 @@ import (
 	"github.com/convergo-dev/convergo/reconcile/graph"
 )
 
-const (
-	// Name is the controller's name: its field manager, the source of its events and the managed-by
-	// label of its children.
-	Name = "database-operator"
-	// Finalizer holds a Database until its grants, database and role are gone from PostgreSQL (or
-	// released, under deletionPolicy Retain) and its Secret is deleted.
-	Finalizer = "db.convergo.dev/finalizer"
-)
+// Name is the controller's name: field manager, event source, metrics label, children's managed-by.
+const Name = "database-operator"
 
 // +kubebuilder:rbac:groups=db.convergo.dev,resources=databases,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=db.convergo.dev,resources=databases/status,verbs=patch
@@ -33,65 +37,50 @@ const (
 
 // Server is the PostgreSQL server the operator manages databases on.
 type Server struct {
-	// Pool connects as a role that may create roles and databases (a superuser, or one with
-	// CREATEROLE and CREATEDB).
+	// Pool connects as a role that may create roles and databases (CREATEROLE and CREATEDB).
 	Pool *pgxpool.Pool
 	// Host and Port are where applications reach the server: they go into the credentials Secrets.
 	Host string
 	Port int
 	// SSLMode is the sslmode of the URI in the Secrets; default "prefer".
 	SSLMode string
-	// Interval is how often each Database's PostgreSQL objects are observed again for drift: a
-	// dropped role, a changed password, a revoked grant is repaired within it. Default
+	// Interval is how often each Database's objects are observed again for drift; default
 	// graph.DefaultObserveInterval (one minute).
 	Interval time.Duration
 }
 
-func (s Server) sslMode() string {
-	if s.SSLMode == "" {
-		return "prefer"
-	}
-	return s.SSLMode
-}
-
-// CacheOptions sets the manager's cache options for this controller: of Secrets, only this
-// operator's children are cached (childcache.Configure).
+// CacheOptions shapes the manager's cache: of Secrets, the child kind (declared here only), just this
+// operator's children.
 func CacheOptions(opts *cache.Options) {
 	childcache.Configure(opts, &corev1.Secret{})
 }
 
 // Setup returns the function that registers the Database controller with a manager, managing
-// databases on server, with opts applied after the controller's own reconciler options.
+// databases on server. Its finalizer, the default db.convergo.dev/finalizer, holds a Database until
+// its grants, database and role are gone from PostgreSQL (or released, under deletionPolicy Retain).
 //
 //	err := controller.Setup(controller.Server{Pool: pool, Host: "db.example", Port: 5432})(mgr)
-func Setup(server Server, opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
+func Setup(server Server) func(ctrl.Manager) error {
 	return func(mgr ctrl.Manager) error {
 		if server.Pool == nil {
 			return fmt.Errorf("set up database controller: Server.Pool is nil: connect with pgxpool.New first")
 		}
-		if server.Interval <= 0 {
-			server.Interval = graph.DefaultObserveInterval
-		}
+		server.Interval = cmp.Or(server.Interval, graph.DefaultObserveInterval)
+		server.SSLMode = cmp.Or(server.SSLMode, "prefer")
+		var kinds cache.Options
+		CacheOptions(&kinds)
 		c := &children{server: server, reader: mgr.GetClient(), api: mgr.GetAPIReader()}
 		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Database]{
 			Children:  c.build,
 			Status:    fillStatus,
 			Suspended: func(db *v1alpha1.Database) bool { return db.Spec.Suspend },
-		}, append([]reconcile.ReconcilerOption{
-			reconcile.WithName(Name),
-			reconcile.WithFinalizer(Finalizer),
-			reconcile.WithOwns(&corev1.Secret{}),
-		}, opts...)...)
-		if err := r.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("set up database controller: %w", err)
-		}
-		return nil
+		}, reconcile.WithName(Name), reconcile.WithOwns(childcache.Kinds(kinds)...))
+		return r.SetupWithManager(mgr) // its errors name the controller
 	}
 }
 
 // fillStatus records the names applications need.
 func fillStatus(_ context.Context, db *v1alpha1.Database, _ *graph.Result) error {
-	db.Status.DatabaseName = DatabaseName(db)
-	db.Status.SecretName = SecretName(db)
+	db.Status.DatabaseName, db.Status.SecretName = DatabaseName(db), SecretName(db)
 	return nil
 }

@@ -57,9 +57,9 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// setup is the operator's Setup on f's server, in the form optest.StartOperator takes.
-func (f *fixture) setup(opts ...reconcile.ReconcilerOption) func(manager.Manager) error {
-	return controller.Setup(controller.Server{Pool: f.pool, Host: f.pg.Host(), Port: f.pg.Port(), SSLMode: "disable", Interval: interval}, opts...)
+// setup registers the operator on f's server.
+func (f *fixture) setup(mgr manager.Manager) error {
+	return controller.Setup(controller.Server{Pool: f.pool, Host: f.pg.Host(), Port: f.pg.Port(), SSLMode: "disable", Interval: interval})(mgr)
 }
 
 func shippedCache() harness.ManagerOption {

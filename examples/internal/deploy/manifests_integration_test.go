@@ -20,7 +20,6 @@ import (
 
 	memcached "github.com/convergo-dev/convergo/examples/memcached/controller"
 	welcome "github.com/convergo-dev/convergo/examples/welcome/controller"
-	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/optest"
 )
@@ -30,11 +29,11 @@ const timeout = 2 * time.Minute
 
 // operators are the examples and how their main.go sets up their manager.
 var operators = map[string]struct {
-	setup        func(...reconcile.ReconcilerOption) func(manager.Manager) error
+	setup        func(manager.Manager) error
 	cacheOptions func(*cache.Options)
 }{
-	"memcached": {setup: memcached.Setup, cacheOptions: memcached.CacheOptions},
-	"welcome":   {setup: welcome.Setup, cacheOptions: welcome.CacheOptions},
+	"memcached": {setup: memcached.SetupWithManager, cacheOptions: memcached.CacheOptions},
+	"welcome":   {setup: welcome.SetupWithManager, cacheOptions: welcome.CacheOptions},
 }
 
 // TestManifestsOnAPIServer checks each example's config/default on a real API server, as a deploy uses
@@ -74,7 +73,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			checkPodSecurity(t, env.Client, op)
 
 			cfg := op.Impersonate(env.Config)
-			env.StartManager(t, operator.setup(), harness.WithManagerConfig(cfg), harness.WithManagerOptions(func(o *manager.Options) {
+			env.StartManager(t, operator.setup, harness.WithManagerConfig(cfg), harness.WithManagerOptions(func(o *manager.Options) {
 				operator.cacheOptions(&o.Cache)
 				o.LeaderElection = true
 				o.LeaderElectionNamespace = op.Namespace

@@ -60,7 +60,7 @@ var Memcached = &Operator{
 	Name:       "memcached",
 	Kind:       "Memcached",
 	Controller: memcached.Name,
-	Finalizer:  memcached.Finalizer,
+	Finalizer:  "cache.convergo.dev/finalizer", // the Reconciler's default for the group
 	Setup:      memcached.SetupWithManager,
 	New: func(ns, name string, i int) status.Object {
 		return &memcachedv1.Memcached{

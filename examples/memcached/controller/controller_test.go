@@ -151,7 +151,7 @@ func TestLifecycle(t *testing.T) {
 func TestZeroRequestsOnceConverged(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	op := optest.StartOperator(t, env, controller.Setup, shippedCache())
+	op := optest.StartOperator(t, env, controller.SetupWithManager, shippedCache())
 	mc := newMemcached(t, env, ns, "cache", v1alpha1.MemcachedSpec{
 		Size: 3, MaxUnavailable: ptr.To[int32](1),
 		Resources: &corev1.ResourceRequirements{

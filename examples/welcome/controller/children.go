@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/convergo-dev/convergo/builders"
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
@@ -21,34 +22,21 @@ const (
 	PageKey = "page.html"
 	// PageDir is where the page ConfigMap is mounted in the web server's container.
 	PageDir = "/etc/welcome"
-	// PasswordVersionAnnotation is the pod template annotation holding the resourceVersion of the
-	// password Secret: the web server reads the password at start, so a new Secret version rolls it.
+	// PasswordVersionAnnotation holds the password Secret's resourceVersion on the pod template: a new one rolls the pods.
 	PasswordVersionAnnotation = "web.convergo.dev/password-version"
 )
 
 // Labels returns the standard labels of a Welcome's children; Labels(w).Selector() selects its pods.
 func Labels(w *v1alpha1.Welcome) builders.Labels {
-	return builders.Labels{
-		Name:      "welcome",
-		Instance:  w.Name,
-		Component: "web",
-		PartOf:    "welcome",
-		ManagedBy: Name,
-	}
+	return builders.Labels{Name: "welcome", Instance: w.Name, Component: "web", PartOf: "welcome", ManagedBy: Name}
 }
 
-// Children returns the children of w as a graph: the page ConfigMap, then the Deployment of web
-// servers that mounts it (and rolls when it changes); the Service depends on nothing. Deletion goes in
-// reverse: the Deployment and the Service, then the ConfigMap once the Deployment is gone.
-//
-// password is the metadata of the Secret that spec.passwordSecretRef names, or nil when the spec
-// names none. Only its resourceVersion is used (to roll the pods when the Secret changes): the
-// password itself goes to the pods through a secretKeyRef environment variable and never passes
-// through the operator.
+// Children returns the children of w: the page ConfigMap, then the Deployment of web servers that
+// mounts it (and rolls when it changes), and the Service. password is the metadata of the Secret
+// spec.passwordSecretRef names (nil for none): its resourceVersion rolls the pods when it changes; the
+// password itself reaches them through a secretKeyRef variable, never through the operator.
 func Children(w *v1alpha1.Welcome, password *metav1.PartialObjectMetadata) (*graph.Graph, error) {
-	spec := w.Spec
-	labels := Labels(w)
-
+	spec, labels := w.Spec, Labels(w)
 	page, err := RenderPage(spec)
 	if err != nil {
 		return nil, err
@@ -60,10 +48,7 @@ func Children(w *v1alpha1.Welcome, password *metav1.PartialObjectMetadata) (*gra
 		builders.EnvLiteral("PORT", strconv.Itoa(int(spec.Port))),
 		builders.EnvLiteral("PAGE_FILE", PageDir+"/"+PageKey),
 	}
-	podOpts := []builders.PodOption{
-		builders.WithVolumes(builders.ConfigMapVolume("page", configMap.Name)),
-		builders.WithRolloutOnChange(configMap),
-	}
+	podOpts := []builders.PodOption{builders.WithVolumes(builders.ConfigMapVolume("page", configMap.Name)), builders.WithRolloutOnChange(configMap)}
 	if ref := spec.PasswordSecretRef; ref != nil {
 		env = append(env, builders.EnvFromSecret("PASSWORD", ref.Name, ref.Key))
 		if password != nil {
@@ -81,21 +66,13 @@ func Children(w *v1alpha1.Welcome, password *metav1.PartialObjectMetadata) (*gra
 		builders.WithReadinessProbe(builders.HTTPProbe("/hello/", spec.Port)),
 	)
 	pod := builders.PodTemplate(labels, []corev1.Container{container}, podOpts...)
-	replicas := int32(1)
-	if spec.Replicas != nil {
-		replicas = *spec.Replicas
-	}
-	deployment := builders.Deployment(w.Name, w.Namespace, labels, pod, builders.WithReplicas(replicas))
+	deployment := builders.Deployment(w.Name, w.Namespace, labels, pod, builders.WithReplicas(ptr.Deref(spec.Replicas, 1)))
 
 	port := corev1.ServicePort{Name: "http", Port: spec.Port, TargetPort: intstr.FromString("http")}
-	if spec.ServiceType == corev1.ServiceTypeNodePort && spec.NodePort != nil {
-		port.NodePort = *spec.NodePort
+	if spec.ServiceType == corev1.ServiceTypeNodePort {
+		port.NodePort = ptr.Deref(spec.NodePort, 0)
 	}
-	serviceOpts := []builders.ServiceOption{builders.WithServicePorts(port)}
-	if spec.ServiceType != "" {
-		serviceOpts = append(serviceOpts, builders.WithServiceType(spec.ServiceType))
-	}
-	service := builders.Service(w.Name, w.Namespace, labels, serviceOpts...)
+	service := builders.Service(w.Name, w.Namespace, labels, builders.WithServicePorts(port), builders.WithServiceType(spec.ServiceType))
 
 	g := graph.New()
 	// The pods mount the page, so the Deployment waits for it. The Service needs nothing (it routes

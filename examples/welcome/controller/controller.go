@@ -1,3 +1,11 @@
+// Package controller is the Welcome operator's reconciler, built on Convergo. A Welcome is a graph of
+// three children: the page (a ConfigMap), the Deployment of web servers that mounts it, and the Service
+// in front of them. The reconciler applies the page and the Service together, the Deployment once the
+// page exists, reports the Welcome Ready once the Deployment is Available, and deletes in reverse.
+//
+// The password never passes through the operator: spec.passwordSecretRef names a Secret key the pods
+// read. The operator only checks that the Secret exists (metadata only: Secret data is never cached);
+// a missing one stalls the Welcome (SecretNotFound) until a watch on Secrets sees it appear.
 package controller
 
 import (
@@ -12,11 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/finalizer"
@@ -27,16 +32,12 @@ import (
 )
 
 const (
-	// Name is the controller's name: its server-side apply field manager, the source of its events,
-	// the controller label of its metrics and the managed-by label of its children.
+	// Name is the controller's name: field manager, event source, metrics label, children's managed-by.
 	Name = "welcome-operator"
 	// Finalizer holds a Welcome until its children are gone, in reverse order.
 	Finalizer = "web.convergo.dev/finalizer"
 	// ReasonSecretNotFound is the Stalled (and Ready=False) reason while the password Secret is missing.
 	ReasonSecretNotFound = "SecretNotFound"
-
-	// passwordSecretIndex indexes Welcomes by the name of their password Secret.
-	passwordSecretIndex = ".spec.passwordSecretRef.name"
 )
 
 // +kubebuilder:rbac:groups=web.convergo.dev,resources=welcomes,verbs=get;list;watch;patch
@@ -48,18 +49,15 @@ const (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// FinalizerPolicy returns the admission policy of config/admission: under it the API server adds
-// Finalizer to every new Welcome within the create request, so the controller sends no request to add
-// it (finalizer.AdmissionPolicy). Without the policy installed, the controller adds the finalizer
-// itself, with one patch per Welcome.
+// FinalizerPolicy returns config/admission's policy: the API server adds Finalizer to every new Welcome
+// as it is created, sparing a patch per Welcome (finalizer.AdmissionPolicy); without it the controller adds it.
 func FinalizerPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, error) {
 	return finalizer.AdmissionPolicy(Finalizer, v1alpha1.GroupVersion.WithResource("welcomes").GroupResource())
 }
 
-// CacheOptions sets the manager's cache options (ctrl.Options.Cache) for this controller: objects
-// without managedFields, and of the child kinds (corev1.ConfigMap, appsv1.Deployment, corev1.Service)
-// only this operator's children (childcache.Configure). Use it unless another controller in the same
-// manager needs every object of those kinds.
+// CacheOptions sets the manager's cache options (ctrl.Options.Cache): objects without managedFields,
+// and of the child kinds, declared here only, just this operator's children. Use it unless another
+// controller in the same manager needs every ConfigMap, Deployment or Service.
 func CacheOptions(opts *cache.Options) {
 	childcache.Configure(opts, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
 }
@@ -68,67 +66,35 @@ func CacheOptions(opts *cache.Options) {
 // the Welcomes and the child kinds labelled with its member (sharding.Config.ScopeCache). Call it
 // after CacheOptions, and give the Reconciler the shard (Setup(reconcile.WithSharding(shard))).
 func ShardCacheOptions(opts *cache.Options, cfg sharding.Config) {
-	cfg.ScopeCache(opts, &v1alpha1.Welcome{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{})
+	cfg.ScopeCache(opts, append([]client.Object{&v1alpha1.Welcome{}}, childcache.Kinds(*opts)...)...)
 }
 
 // SetupWithManager registers the Welcome controller with mgr: it is Setup().
-//
-// Besides the Welcomes and their children, the controller watches Secrets (metadata only: the cache
-// never holds Secret data) and wakes the Welcomes whose spec.passwordSecretRef names a Secret that was
-// created, changed or deleted.
-func SetupWithManager(mgr ctrl.Manager) error {
-	return Setup()(mgr)
-}
+func SetupWithManager(mgr ctrl.Manager) error { return Setup()(mgr) }
 
-// Setup returns the function that registers the Welcome controller with a manager, with opts
-// applied after the controller's own reconciler options. Tests give it an observer of the reconciles
-// (testing/optest.StartOperator does):
-//
-//	recs := optest.NewReconciles()
-//	env.StartManager(t, controller.Setup(reconcile.WithReconcileObserver(recs.Observe)))
+// Setup returns the function that registers the Welcome controller with a manager, with opts (the
+// main's sharding and deletion places) after its own. Besides the Welcomes and their children, it
+// watches Secrets, metadata only, and wakes the Welcomes whose spec.passwordSecretRef names one.
 func Setup(opts ...reconcile.ReconcilerOption) func(ctrl.Manager) error {
 	return func(mgr ctrl.Manager) error {
 		w := &welcomes{reader: mgr.GetClient()}
-		// An index finds the Welcomes that name a Secret without scanning every Welcome.
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Welcome{}, passwordSecretIndex, passwordSecretName); err != nil {
-			return fmt.Errorf("set up welcome controller: index welcomes by password secret: %w", err)
-		}
-		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Welcome]{Children: w.children, Status: w.status},
+		var kinds cache.Options
+		CacheOptions(&kinds)
+		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Welcome]{Children: w.children, Status: status},
 			append([]reconcile.ReconcilerOption{
 				reconcile.WithName(Name),
-				reconcile.WithFinalizer(Finalizer),
-				reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}),
-				reconcile.WithWatches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.forSecret), builder.OnlyMetadata),
+				reconcile.WithFinalizer(Finalizer), // the admission policy's (FinalizerPolicy)
+				reconcile.WithOwns(childcache.Kinds(kinds)...),
+				reconcile.WithReferences(&corev1.Secret{}, func(w *v1alpha1.Welcome) []string {
+					if ref := w.Spec.PasswordSecretRef; ref != nil {
+						return []string{ref.Name}
+					}
+					return nil
+				}),
 			}, opts...)...,
 		)
-		if err := r.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("set up welcome controller: %w", err)
-		}
-		return nil
+		return r.SetupWithManager(mgr) // its errors name the controller
 	}
-}
-
-// passwordSecretName is the index function of passwordSecretIndex.
-func passwordSecretName(obj client.Object) []string {
-	w, ok := obj.(*v1alpha1.Welcome)
-	if !ok || w.Spec.PasswordSecretRef == nil {
-		return nil
-	}
-	return []string{w.Spec.PasswordSecretRef.Name}
-}
-
-// forSecret maps a Secret to the Welcomes of its namespace that name it.
-func (w *welcomes) forSecret(ctx context.Context, secret client.Object) []ctrlreconcile.Request {
-	var list v1alpha1.WelcomeList
-	if err := w.reader.List(ctx, &list, client.InNamespace(secret.GetNamespace()), client.MatchingFields{passwordSecretIndex: secret.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list welcomes naming a secret", "secret", client.ObjectKeyFromObject(secret))
-		return nil
-	}
-	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
-	for _, item := range list.Items {
-		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&item)})
-	}
-	return reqs
 }
 
 // welcomes holds what the Welcome controller's functions share: the manager's cached reader.
@@ -158,26 +124,18 @@ func (w *welcomes) children(ctx context.Context, obj *v1alpha1.Welcome) (*graph.
 }
 
 // status fills status.readyReplicas from the Deployment and the URLs from the Service.
-func (w *welcomes) status(_ context.Context, obj *v1alpha1.Welcome, res *graph.Result) error {
+func status(_ context.Context, obj *v1alpha1.Welcome, res *graph.Result) error {
 	st := &obj.Status
 	st.ReadyReplicas, st.ServiceURL, st.NodePort, st.NodePortURL = 0, "", 0, ""
-	if child := res.Child("deployment"); child != nil {
-		if d, ok := child.Object.(*appsv1.Deployment); ok {
-			st.ReadyReplicas = d.Status.ReadyReplicas
-		}
+	if d, ok := graph.Live[*appsv1.Deployment](res, "deployment"); ok {
+		st.ReadyReplicas = d.Status.ReadyReplicas
 	}
-	if child := res.Child("service"); child != nil {
-		if svc, ok := child.Object.(*corev1.Service); ok {
-			for _, p := range svc.Spec.Ports {
-				if p.Name != "http" {
-					continue
-				}
-				host := net.JoinHostPort(svc.Name+"."+svc.Namespace+".svc", strconv.Itoa(int(p.Port)))
-				st.ServiceURL = "http://" + host + "/hello/"
-				if svc.Spec.Type == corev1.ServiceTypeNodePort && p.NodePort != 0 {
-					st.NodePort = p.NodePort
-					st.NodePortURL = "http://<node-ip>:" + strconv.Itoa(int(p.NodePort)) + "/hello/"
-				}
+	svc, ok := graph.Live[*corev1.Service](res, "service")
+	for i := 0; ok && i < len(svc.Spec.Ports); i++ {
+		if p := svc.Spec.Ports[i]; p.Name == "http" {
+			st.ServiceURL = "http://" + net.JoinHostPort(svc.Name+"."+svc.Namespace+".svc", strconv.Itoa(int(p.Port))) + "/hello/"
+			if svc.Spec.Type == corev1.ServiceTypeNodePort && p.NodePort != 0 {
+				st.NodePort, st.NodePortURL = p.NodePort, "http://<node-ip>:"+strconv.Itoa(int(p.NodePort))+"/hello/"
 			}
 		}
 	}

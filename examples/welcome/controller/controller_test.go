@@ -280,7 +280,7 @@ func TestPasswordNeverLeaks(t *testing.T) {
 func TestZeroRequestsOnceConverged(t *testing.T) {
 	env := harness.Default()
 	ns := env.Namespace(t)
-	op := optest.StartOperator(t, env, controller.Setup, shippedCache())
+	op := optest.StartOperator(t, env, controller.SetupWithManager, shippedCache())
 	newSecret(t, env.Client, ns, "dave-password", "pw")
 	w := newWelcome(t, env, ns, "dave", v1alpha1.WelcomeSpec{
 		Name: "Dave", Groups: []string{"ops"}, Email: "dave@example.com", UserID: ptr.To[int64](2000),

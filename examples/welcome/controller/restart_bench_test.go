@@ -118,16 +118,15 @@ func startWelcomes(b *testing.B, env *harness.Env, observe func(context.Context,
 		Logger:                 logr.Discard(),
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	}
+	if observe != nil {
+		opts.BaseContext = func() context.Context { return reconcile.ContextWithObserver(context.Background(), observe) }
+	}
 	controller.CacheOptions(&opts.Cache)
 	mgr, err := manager.New(env.Config, opts)
 	if err != nil {
 		b.Fatalf("create manager: %v", err)
 	}
-	var ropts []reconcile.ReconcilerOption
-	if observe != nil {
-		ropts = append(ropts, reconcile.WithReconcileObserver(observe))
-	}
-	if err := controller.Setup(ropts...)(mgr); err != nil {
+	if err := controller.SetupWithManager(mgr); err != nil {
 		b.Fatalf("set up: %v", err)
 	}
 	ctx, cancel := context.WithCancel(b.Context())
