@@ -13,7 +13,7 @@ import (
 
 	"github.com/convergo-dev/convergo/examples/database/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/database/controller"
-	"github.com/convergo-dev/convergo/operator"
+	"github.com/convergo-dev/convergo/reconcile/operator"
 )
 
 // flags are the standard options and the PostgreSQL server's.

@@ -8,7 +8,7 @@ import (
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/memcached/controller"
 	mcwebhook "github.com/convergo-dev/convergo/examples/memcached/webhook"
-	"github.com/convergo-dev/convergo/operator"
+	"github.com/convergo-dev/convergo/reconcile/operator"
 )
 
 func main() {

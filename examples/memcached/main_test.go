@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
-	"github.com/convergo-dev/convergo/operator"
+	"github.com/convergo-dev/convergo/reconcile/operator"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 

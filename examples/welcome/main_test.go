@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
-	"github.com/convergo-dev/convergo/operator"
+	"github.com/convergo-dev/convergo/reconcile/operator"
 	"github.com/convergo-dev/convergo/sharding"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
