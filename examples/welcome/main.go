@@ -12,8 +12,8 @@ import (
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
-	"github.com/convergo-dev/convergo/reconcile/operator"
 	"github.com/convergo-dev/convergo/reconcile"
+	"github.com/convergo-dev/convergo/reconcile/operator"
 	"github.com/convergo-dev/convergo/sharding"
 )
 
