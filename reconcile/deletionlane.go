@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/convergo-dev/convergo/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -64,7 +65,7 @@ func (g *workerGate) enter(ctx context.Context, deleting bool) (release func(), 
 // reconcile queued while the object was live would otherwise hold the others' places for the whole
 // deletion). It returns the object as last read (the zero T when it is gone, with no place held) and
 // the function that gives the place back.
-func admit[T Object](ctx context.Context, g *workerGate, obj T, read func() (T, error)) (T, func(), error) {
+func admit[T status.Object](ctx context.Context, g *workerGate, obj T, read func() (T, error)) (T, func(), error) {
 	for {
 		deleting := obj.GetDeletionTimestamp() != nil
 		release, waited, err := g.enter(ctx, deleting)

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"net/http"
 
+	"github.com/convergo-dev/convergo/status"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,7 +22,7 @@ import (
 //	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 //
 // SetupWithManager must not be called on it; an operator uses NewReconciler.
-func NewDirect[T Object](c client.Client, apiReader client.Reader, scheme *runtime.Scheme, hooks Hooks[T], opts ...ReconcilerOption) *Reconciler[T] {
+func NewDirect[T status.Object](c client.Client, apiReader client.Reader, scheme *runtime.Scheme, hooks Hooks[T], opts ...ReconcilerOption) *Reconciler[T] {
 	return NewReconciler(directManager{client: c, apiReader: apiReader, scheme: scheme}, hooks,
 		append([]ReconcilerOption{WithEventRecorder(discardEvents{})}, opts...)...)
 }

@@ -18,7 +18,9 @@ import (
 )
 
 // Event reasons of the Reconciler's events.k8s.io events, besides the condition reasons it also uses
-// for Warning events (an *InvalidSpecError's reason, ReasonInvalidGraph, ReasonReconcileError).
+// for Warning events (an *InvalidSpecError's reason, ReasonInvalidGraph, ReasonReconcileError;
+// ReasonDeleteFailed when deleting the children of an object being deleted failed,
+// ReasonDeletionFailed when the Cleanup hook or the finalizer removal failed).
 //
 // Normal events are few: at most one per reconcile, and only when children were recreated or pruned
 // or, with WithChangeEvents, created, updated or deleted with their owner.
@@ -30,10 +32,6 @@ const (
 	// EventReasonChildrenDeleted (Normal, with WithChangeEvents): this pass of a deletion deleted
 	// children; the note lists them, so that successive events show the teardown order.
 	EventReasonChildrenDeleted = "ChildrenDeleted"
-	// EventReasonDeleteFailed (Warning): deleting the children of an object being deleted failed.
-	EventReasonDeleteFailed = "DeleteFailed"
-	// EventReasonCleanupFailed (Warning): the Cleanup hook or the finalizer removal failed.
-	EventReasonCleanupFailed = "CleanupFailed"
 )
 
 // maxEventNote is the longest note an events.k8s.io/v1 Event accepts.

@@ -40,7 +40,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if err != nil {
 		r.metrics.deletionStep("children", "error")
 		r.result(ctx, resultError)
-		r.warn(obj, nil, EventReasonDeleteFailed, "Delete", err.Error())
+		r.warn(obj, nil, ReasonDeleteFailed, "Delete", err.Error())
 		return r.deletionFails(ctx, log, obj, before, "delete children", err)
 	}
 	if !res.Done {
@@ -66,7 +66,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if err != nil {
 		r.metrics.deletionStep("cleanup", "error")
 		r.result(ctx, resultError)
-		r.warn(obj, nil, EventReasonCleanupFailed, "Delete", err.Error())
+		r.warn(obj, nil, ReasonDeletionFailed, "Delete", err.Error())
 		return r.deletionFails(ctx, log, obj, before, "cleanup", err)
 	}
 	if !done {

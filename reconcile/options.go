@@ -8,8 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -37,7 +35,6 @@ type reconcilerConfig struct {
 	pollInterval  time.Duration
 	watches       []extraWatch
 	references    []reference
-	rateLimiter   workqueue.TypedRateLimiter[ctrl.Request]
 	shard         *sharding.Shard
 	// everyChildChange: every child update wakes the owner (WithEveryChildChange).
 	everyChildChange bool
@@ -131,10 +128,20 @@ func WithApplierOptions(opts ...apply.Option) ReconcilerOption {
 
 // WithControllerOptions lets f adjust the options of the controller SetupWithManager builds
 // (controller-runtime's controller.Options: ReconciliationTimeout, RecoverPanic, NeedLeaderElection,
-// SkipNameValidation, LogConstructor...), after the Reconciler set its own (MaxConcurrentReconciles,
-// RateLimiter), which f may change too. It may be given several times.
+// SkipNameValidation, LogConstructor, RateLimiter...), after the Reconciler set its own
+// (MaxConcurrentReconciles), which f may change too. It may be given several times.
 //
 //	reconcile.WithControllerOptions(func(o *controller.Options) { o.ReconciliationTimeout = time.Minute })
+//
+// The RateLimiter decides how long an object waits before it is reconciled again after an error or
+// a requeue; controller-runtime's default is, per object, an exponential backoff from 5 ms doubling
+// up to 1000 s, reset when a reconcile succeeds, and overall a token bucket of 10 per second with
+// bursts of 100. An operator whose reconciles call slow external systems may want a longer first
+// step:
+//
+//	reconcile.WithControllerOptions(func(o *controller.Options) {
+//		o.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](time.Second, 5*time.Minute)
+//	})
 func WithControllerOptions(f func(*controller.Options)) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.controllerOpts = append(c.controllerOpts, f) }
 }
@@ -179,17 +186,6 @@ func WithEventRecorder(rec events.EventRecorder) ReconcilerOption {
 // either way.
 func WithChangeEvents() ReconcilerOption {
 	return func(c *reconcilerConfig) { c.changeEvents = true }
-}
-
-// WithRateLimiter sets how long an object waits before it is reconciled again after an error or a
-// requeue. Without it the controller uses controller-runtime's default
-// (workqueue.DefaultTypedControllerRateLimiter): per object, an exponential backoff from 5 ms doubling up
-// to 1000 s, reset when a reconcile succeeds; overall, a token bucket of 10 per second with bursts of
-// 100. An operator whose reconciles call slow external systems may want a longer first step:
-//
-//	reconcile.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](time.Second, 5*time.Minute))
-func WithRateLimiter(l workqueue.TypedRateLimiter[ctrl.Request]) ReconcilerOption {
-	return func(c *reconcilerConfig) { c.rateLimiter = l }
 }
 
 // WithPollInterval sets how long a deletion waits before looking again when it waits for something

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,12 +71,6 @@ const (
 	// not retried until the object changes.
 	ReasonTerminalError = "TerminalError"
 )
-
-// Object is what a Reconciler reconciles: an API object whose status carries conditions (see
-// status.Object), such as *v1alpha1.Memcached with GetConditions/SetConditions.
-type Object interface {
-	status.Object
-}
 
 // InvalidSpecError reports a spec that cannot be reconciled until it changes. The Reconciler turns it
 // into Stalled=True (with Reason), a Warning event, and no requeue.
@@ -136,9 +129,9 @@ func Invalid(format string, args ...any) error {
 // EventReasonChildrenDeleted per pass that deleted children, so the events show the teardown order;
 // conditions, logs and the metric already tell those routine changes); Warning events when an invalid spec or a reconcile error first
 // shows in the conditions (with the condition's reason) and when a deletion step fails
-// (EventReasonDeleteFailed, EventReasonCleanupFailed). The metric convergo_child_operations_total
+// (ReasonDeleteFailed, ReasonDeletionFailed). The metric convergo_child_operations_total
 // counts every child operation.
-type Reconciler[T Object] struct {
+type Reconciler[T status.Object] struct {
 	name     string
 	gvk      schema.GroupVersionKind
 	newObj   func() T
@@ -161,7 +154,6 @@ type Reconciler[T Object] struct {
 	owns         []client.Object
 	watches      []extraWatch
 	references   []reference
-	rateLimiter  workqueue.TypedRateLimiter[ctrl.Request]
 	poll         time.Duration
 	interval     time.Duration
 	ctrlOpts     []func(*controller.Options)
@@ -192,7 +184,7 @@ type Reconciler[T Object] struct {
 
 // Hooks are the functions a Reconciler calls for T, typed by the compiler: a hook written for another
 // type does not compile. Children is required; Status and Cleanup are optional.
-type Hooks[T Object] struct {
+type Hooks[T status.Object] struct {
 	// Children builds the graph of obj's desired children from its spec. It is called on every
 	// reconcile (and during deletion, to delete in reverse order) and must not modify obj. Return an
 	// error made with Invalid (or controller-runtime's TerminalError) for a spec that can never work as
@@ -343,7 +335,7 @@ func (r *Reconciler[T]) patchStatus(ctx context.Context, obj, before T) (bool, e
 }
 
 // snapshot returns a deep copy of obj for the status comparison.
-func snapshot[T Object](obj T) (T, error) {
+func snapshot[T status.Object](obj T) (T, error) {
 	c, ok := obj.DeepCopyObject().(T)
 	if !ok {
 		var zero T
@@ -363,7 +355,7 @@ func loggerOf(ctx context.Context) logr.Logger {
 	return logf.Log
 }
 
-func isZero[T Object](obj T) bool {
+func isZero[T status.Object](obj T) bool {
 	v := reflect.ValueOf(obj)
 	return !v.IsValid() || v.IsNil()
 }

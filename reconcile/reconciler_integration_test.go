@@ -884,14 +884,14 @@ func (l *countingLimiter) count(req ctrl.Request) int {
 	return l.asks[req]
 }
 
-// TestIntegrationReconcilerRateLimiter: WithRateLimiter's limiter decides when a failing object is
+// TestIntegrationReconcilerRateLimiter: the RateLimiter given through WithControllerOptions decides when a failing object is
 // retried: it is asked for every retry of the Widget whose child the API server rejects.
 func TestIntegrationReconcilerRateLimiter(t *testing.T) {
 	limiter := &countingLimiter{
 		TypedRateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](20*time.Millisecond, 20*time.Millisecond),
 		asks:             map[ctrl.Request]int{},
 	}
-	wt := newWidgetTest(t, reconcile.WithRateLimiter(limiter))
+	wt := newWidgetTest(t, reconcile.WithControllerOptions(func(o *controller.Options) { o.RateLimiter = limiter }))
 	w := wt.create(t, "limited", testapi.WidgetSpec{Data: map[string]string{"not a valid key!": "v"}})
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}
 	harness.Eventually(t, time.Minute, func() (bool, string) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/convergo-dev/convergo/status"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -30,7 +31,7 @@ type reference struct {
 // be given once per kind.
 //
 //	reconcile.WithReferences(&corev1.Secret{}, func(w *v1alpha1.Welcome) []string { return []string{w.Spec.PasswordSecretRef.Name} })
-func WithReferences[T Object](obj client.Object, names func(T) []string) ReconcilerOption {
+func WithReferences[T status.Object](obj client.Object, names func(T) []string) ReconcilerOption {
 	return func(c *reconcilerConfig) {
 		c.references = append(c.references, reference{obj: obj, owner: reflect.TypeFor[T](), names: func(o client.Object) []string {
 			if t, ok := o.(T); ok {

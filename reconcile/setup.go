@@ -48,7 +48,7 @@ const defaultDeletionPlaces = 20
 //
 //	r := reconcile.NewReconciler(mgr, reconcile.Hooks[*v1alpha1.Welcome]{Children: children, Status: fill},
 //		reconcile.WithOwns(&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}))
-func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...ReconcilerOption) *Reconciler[T] {
+func NewReconciler[T status.Object](mgr manager.Manager, hooks Hooks[T], opts ...ReconcilerOption) *Reconciler[T] {
 	cfg := reconcilerConfig{pollInterval: defaultPollInterval, deletionConcurrent: defaultDeletionPlaces}
 	for _, o := range opts {
 		o(&cfg)
@@ -73,7 +73,6 @@ func NewReconciler[T Object](mgr manager.Manager, hooks Hooks[T], opts ...Reconc
 		deletionConc: cfg.deletionConcurrent,
 		watches:      cfg.watches,
 		references:   cfg.references,
-		rateLimiter:  cfg.rateLimiter,
 		watched:      map[schema.GroupVersionKind]client.Object{},
 		finalizing:   map[types.NamespacedName]bool{},
 	}
@@ -176,7 +175,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if err := r.addReferences(mgr); err != nil {
 		return fmt.Errorf("set up controller %s: %w", r.name, err)
 	}
-	opts := controller.Options{MaxConcurrentReconciles: r.maxConc, RateLimiter: r.rateLimiter}
+	opts := controller.Options{MaxConcurrentReconciles: r.maxConc}
 	for _, f := range r.ctrlOpts {
 		f(&opts)
 	}

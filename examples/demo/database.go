@@ -524,7 +524,7 @@ func (d *demo) noFailedDeletion(ctx context.Context, name string, uid types.UID)
 		if e.Regarding.Kind != "Database" || e.Regarding.Name != name || e.Regarding.UID != uid || e.Type != corev1.EventTypeWarning {
 			continue
 		}
-		if e.Reason == reconcile.EventReasonDeleteFailed || e.Reason == reconcile.EventReasonCleanupFailed {
+		if e.Reason == reconcile.ReasonDeleteFailed || e.Reason == reconcile.ReasonDeletionFailed {
 			return fmt.Errorf("deleting Database %s: the operator reported %s: %s", name, e.Reason, e.Note)
 		}
 	}
