@@ -411,11 +411,20 @@ func (d *demo) logDDL(ctx context.Context, on bool) error {
 type loggedStatement struct{ time, text string }
 
 // loggedStatements returns the statements that log_statement logged in log, a part of PostgreSQL's
-// log with the default log_line_prefix ("2025-01-02 15:04:05.000 UTC [1234] LOG:  statement: ...").
+// log with the default log_line_prefix: "2025-01-02 15:04:05.000 UTC [1234] LOG:  statement: ..."
+// for the simple query protocol, "... LOG:  execute <unnamed>: ..." for the extended one (pgx's
+// batches and statements with arguments; "execute fetch from" continues a portal, no statement).
 func loggedStatements(log string) []loggedStatement {
 	var out []loggedStatement
 	for _, line := range strings.Split(log, "\n") {
-		prefix, text, ok := strings.Cut(line, "LOG:  statement: ")
+		prefix, msg, ok := strings.Cut(line, "LOG:  ")
+		if !ok {
+			continue
+		}
+		text, ok := strings.CutPrefix(msg, "statement: ")
+		if rest, isExecute := strings.CutPrefix(msg, "execute "); !ok && isExecute && !strings.HasPrefix(rest, "fetch from ") {
+			_, text, ok = strings.Cut(rest, ": ")
+		}
 		if !ok {
 			continue
 		}

@@ -69,12 +69,14 @@ func TestDatabaseTeardown(t *testing.T) {
 	}
 }
 
-// TestLoggedStatements reads the statements out of a piece of PostgreSQL's log and checks their order.
+// TestLoggedStatements reads the statements out of a piece of PostgreSQL's log, sent by the simple
+// and the extended query protocol (a portal's further rows are no statement), and checks their order.
 func TestLoggedStatements(t *testing.T) {
-	log := `2025-01-02 15:04:05.100 UTC [1234] LOG:  statement: REVOKE ALL ON DATABASE "demo_orders" FROM "reporting"
+	log := `2025-01-02 15:04:05.100 UTC [1234] LOG:  execute <unnamed>: REVOKE ALL ON DATABASE "demo_orders" FROM "reporting"
+2025-01-02 15:04:05.110 UTC [1234] LOG:  execute fetch from <unnamed>/C_1: SELECT 1
 2025-01-02 15:04:05.120 UTC [1235] LOG:  statement: DROP DATABASE IF EXISTS "demo_orders" WITH (FORCE)
 2025-01-02 15:04:05.121 UTC [1240] FATAL:  terminating connection due to administrator command
-2025-01-02 15:04:05.130 UTC [1234] LOG:  statement: DROP ROLE IF EXISTS "demo_orders"
+2025-01-02 15:04:05.130 UTC [1234] LOG:  execute stmtcache_1: DROP ROLE IF EXISTS "demo_orders"
 `
 	got := loggedStatements(log)
 	want := []loggedStatement{
