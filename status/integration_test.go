@@ -4,9 +4,7 @@ package status_test
 
 import (
 	"fmt"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,12 +18,9 @@ import (
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
-// TestMain starts a real kube-apiserver and etcd with the Widget CRD for the integration tests. Fuzz
-// workers (child processes of go test -fuzz) only run the fuzz function, so they skip the control plane.
+// TestMain starts a real kube-apiserver and etcd with the Widget CRD for the integration tests (fuzz
+// workers start none: harness.Main).
 func TestMain(m *testing.M) {
-	if slices.ContainsFunc(os.Args, func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") }) {
-		os.Exit(m.Run())
-	}
 	harness.Main(m, harness.WithCRDPaths(testapi.CRDDir()), harness.WithSchemeAdders(testapi.AddToScheme))
 }
 

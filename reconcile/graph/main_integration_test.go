@@ -3,8 +3,6 @@
 package graph_test
 
 import (
-	"flag"
-	"os"
 	"testing"
 
 	"github.com/convergo-dev/convergo/reconcile/internal/fixture"
@@ -13,15 +11,6 @@ import (
 
 // The integration tests run against a real kube-apiserver and etcd (plain harness mode: no
 // controller-manager, so no garbage collection and no Deployment controller).
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	// Fuzzing (the coordinator and each worker process run TestMain) exercises pure logic only:
-	// no control plane for it.
-	if flag.Lookup("test.fuzz").Value.String() != "" || flag.Lookup("test.fuzzworker").Value.String() == "true" {
-		os.Exit(m.Run())
-	}
-	harness.Main(m)
-}
+func TestMain(m *testing.M) { harness.Main(m) }
 
 const waitTimeout = fixture.WaitTimeout

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -33,7 +35,13 @@ var (
 //	func TestMain(m *testing.M) {
 //		harness.Main(m, harness.WithCRDPaths("../config/crd/bases"))
 //	}
+//
+// A fuzz worker (a child process of go test -fuzz, which only runs the fuzz function) starts no
+// control plane.
 func Main(m *testing.M, opts ...Option) {
+	if slices.ContainsFunc(os.Args, func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") }) {
+		os.Exit(m.Run())
+	}
 	os.Exit(runMain(m, opts...))
 }
 
