@@ -119,8 +119,7 @@ func (r *Reconciler[T]) recordChildren(ctx context.Context, owner T, out outcome
 // brought by a child's change, the controller's start-up or the interval, not by a change of the
 // owner or of an input a watch maps to it.
 func repairing(ctx context.Context, owner client.Object) bool {
-	why, _, _ := strings.Cut(telemetry.Trigger(ctx), " ")
-	switch why {
+	switch why, _ := telemetry.Trigger(ctx); why {
 	case triggerChild, triggerStartup, triggerInterval:
 	default:
 		return false

@@ -64,11 +64,7 @@ func (r *Reconciler[T]) startReconcile(ctx context.Context, req ctrl.Request, tr
 	if tr.detail != "" {
 		attrs = append(attrs, attrTriggerBy.String(tr.detail))
 	}
-	why := tr.why
-	if tr.detail != "" {
-		why += " " + tr.detail
-	}
-	return r.tracer.Start(telemetry.WithTrigger(ctx, why), r.name, trace.WithAttributes(attrs...))
+	return r.tracer.Start(telemetry.WithTrigger(ctx, tr.why, tr.detail), r.name, trace.WithAttributes(attrs...))
 }
 
 // endReconcile records the reconcile's end on its span, in the trigger counter and in its log line.

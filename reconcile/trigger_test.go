@@ -85,25 +85,25 @@ func TestRepairing(t *testing.T) {
 		return w
 	}
 	cases := map[string]struct {
-		trigger string
-		owner   *testapi.Widget
-		want    bool
+		trigger, object string
+		owner           *testapi.Widget
+		want            bool
 	}{
-		"a child changed, spec applied":         {trigger: "child ConfigMap ns/w", owner: widget(2, 2), want: true},
+		"a child changed, spec applied":         {trigger: "child", object: "ConfigMap ns/w", owner: widget(2, 2), want: true},
 		"start-up, spec applied":                {trigger: "start-up", owner: widget(2, 2), want: true},
 		"the interval, spec applied":            {trigger: "interval", owner: widget(2, 2), want: true},
-		"a child changed, spec not yet applied": {trigger: "child ConfigMap ns/w", owner: widget(3, 2)},
+		"a child changed, spec not yet applied": {trigger: "child", object: "ConfigMap ns/w", owner: widget(3, 2)},
 		"start-up, spec changed meanwhile":      {trigger: "start-up", owner: widget(3, 2)},
 		"the owner changed":                     {trigger: "changed", owner: widget(2, 2)},
-		"an input a watch maps changed":         {trigger: "watch Secret ns/s", owner: widget(2, 2)},
-		"no Ready condition yet":                {trigger: "child ConfigMap ns/w", owner: widget(1, 0)},
+		"an input a watch maps changed":         {trigger: "watch", object: "Secret ns/s", owner: widget(2, 2)},
+		"no Ready condition yet":                {trigger: "child", object: "ConfigMap ns/w", owner: widget(1, 0)},
 		"no trigger (the Applier alone)":        {owner: widget(2, 2)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			if tc.trigger != "" {
-				ctx = telemetry.WithTrigger(ctx, tc.trigger)
+				ctx = telemetry.WithTrigger(ctx, tc.trigger, tc.object)
 			}
 			if got := repairing(ctx, tc.owner); got != tc.want {
 				t.Errorf("repairing = %v, want %v", got, tc.want)

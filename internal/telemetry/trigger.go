@@ -10,13 +10,27 @@ const WrittenForAnnotation = "convergo.dev/written-for"
 
 type triggerKey struct{}
 
-// WithTrigger returns ctx carrying why its reconcile runs, for WrittenForAnnotation.
-func WithTrigger(ctx context.Context, why string) context.Context {
-	return context.WithValue(ctx, triggerKey{}, why)
+// trigger is why a reconcile runs and, for a child or a watch, which object ("ConfigMap ns/name").
+type trigger struct{ why, object string }
+
+// WithTrigger returns ctx carrying why its reconcile runs and the object that brought it ("" when
+// none did).
+func WithTrigger(ctx context.Context, why, object string) context.Context {
+	return context.WithValue(ctx, triggerKey{}, trigger{why, object})
 }
 
 // Trigger returns what WithTrigger put into ctx, "" when nothing did (the Applier used on its own).
-func Trigger(ctx context.Context) string {
-	why, _ := ctx.Value(triggerKey{}).(string)
-	return why
+func Trigger(ctx context.Context) (why, object string) {
+	tr, _ := ctx.Value(triggerKey{}).(trigger)
+	return tr.why, tr.object
+}
+
+// WrittenFor returns the value of WrittenForAnnotation for a write under ctx: the trigger and its
+// object, "" without a trigger.
+func WrittenFor(ctx context.Context) string {
+	why, object := Trigger(ctx)
+	if object == "" {
+		return why
+	}
+	return why + " " + object
 }

@@ -44,7 +44,7 @@ func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuar
 	if _, err := c.intentHash(); err != nil { // for the record of the write
 		return nil, err
 	}
-	body, err := applyBody(c.intent, g, telemetry.Trigger(ctx))
+	body, err := applyBody(c.intent, g, telemetry.WrittenFor(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
