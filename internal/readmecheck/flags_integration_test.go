@@ -3,6 +3,7 @@
 package readmecheck
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,9 +68,12 @@ func TestDocsCiteRealFlags(t *testing.T) {
 	}
 	docs = append(docs, filepath.Join(root, "README.md"), filepath.Join(root, "examples", "README.md"), filepath.Join(root, "bench", "results", "README.md"))
 
-	type use struct{ doc, line, program string }
+	type use struct {
+		doc, line string
+		inv       invocation
+	}
 	var uses []use
-	cited := map[string][]string{} // program -> flags cited
+	cited := map[string]bool{} // the programs given flags
 	for _, doc := range docs {
 		text, err := os.ReadFile(doc)
 		if err != nil {
@@ -84,27 +88,19 @@ func TestDocsCiteRealFlags(t *testing.T) {
 				if c.program == "" || len(c.flags) == 0 {
 					continue
 				}
-				uses = append(uses, use{rel, line, c.program})
-				cited[c.program] = append(cited[c.program], c.flags...)
+				uses = append(uses, use{rel, line, c})
+				cited[c.program] = true
 			}
 		}
 	}
 	if len(cited) == 0 {
 		t.Fatal("the docs show no program with flags: the search is broken")
 	}
-	known := programFlags(t, root, slices.Sorted(func(yield func(string) bool) {
-		for p := range cited {
-			if !yield(p) {
-				return
-			}
-		}
-	}))
+	known := programFlags(t, root, slices.Sorted(maps.Keys(cited)))
 	for _, u := range uses {
-		for _, c := range invocations(u.line, targetProgram) {
-			for _, f := range c.flags {
-				if !known[c.program][f] {
-					t.Errorf("%s: %q gives %s the flag %q, which its -h does not list", u.doc, u.line, c.program, f)
-				}
+		for _, f := range u.inv.flags {
+			if !known[u.inv.program][f] {
+				t.Errorf("%s: %q gives %s the flag %q, which its -h does not list", u.doc, u.line, u.inv.program, f)
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package jaeger
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -257,8 +256,7 @@ func (s *Server) stop() error {
 // listener on 127.0.0.1 and the given ports, and no telemetry of its own (whose fixed port would
 // clash between two Jaegers).
 func configYAML(otlpPort, httpPort, grpcPort int) string {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `service:
+	return fmt.Sprintf(`service:
   extensions: [jaeger_storage, jaeger_query]
   pipelines:
     traces:
@@ -291,7 +289,6 @@ exporters:
   jaeger_storage_exporter:
     trace_storage: memstore
 `, host, otlpPort, httpPort, grpcPort)
-	return b.String()
 }
 
 // tail returns the last n lines of s.
