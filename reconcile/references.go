@@ -8,6 +8,7 @@ import (
 	"github.com/convergo-dev/convergo/status"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -53,23 +54,27 @@ func (r *Reconciler[T]) addReferences(mgr manager.Manager) error {
 		if err != nil {
 			return fmt.Errorf("WithReferences(%T): %w", ref.obj, err)
 		}
+		list := r.gvk.GroupVersion().WithKind(r.gvk.Kind + "List")
+		if !r.scheme.Recognizes(list) {
+			return fmt.Errorf("WithReferences(%T): the scheme has no %s to list the objects naming one", ref.obj, list.Kind)
+		}
 		field := "convergo.dev/references-" + gvk.GroupKind().String()
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), r.newObj(), field, ref.names); err != nil {
 			return fmt.Errorf("WithReferences(%T): index %v by the names of %s: %w", ref.obj, r.gvk.Kind, gvk.Kind, err)
 		}
-		r.watches = append(r.watches, extraWatch{obj: ref.obj, handler: handler.EnqueueRequestsFromMapFunc(r.naming(field)), opts: []builder.WatchesOption{builder.OnlyMetadata}})
+		r.watches = append(r.watches, extraWatch{obj: ref.obj, handler: handler.EnqueueRequestsFromMapFunc(r.naming(list, field)), opts: []builder.WatchesOption{builder.OnlyMetadata}})
 	}
 	return nil
 }
 
-// naming returns the map function of a WithReferences watch: the objects of T in the object's
-// namespace whose index field holds its name.
-func (r *Reconciler[T]) naming(field string) handler.MapFunc {
+// naming returns the map function of a WithReferences watch: the objects of T (listed as list, a
+// kind the scheme knows) in the object's namespace whose index field holds its name.
+func (r *Reconciler[T]) naming(list schema.GroupVersionKind, field string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
-		list, err := r.scheme.New(r.gvk.GroupVersion().WithKind(r.gvk.Kind + "List"))
-		objs, ok := list.(client.ObjectList)
+		fresh, err := r.scheme.New(list)
+		objs, ok := fresh.(client.ObjectList)
 		if err != nil || !ok {
-			loggerOf(ctx).Error(err, "no list type", "kind", r.gvk.Kind+"List")
+			loggerOf(ctx).Error(err, "no list type", "kind", list.Kind)
 			return nil
 		}
 		if err := r.cache.List(ctx, objs, client.InNamespace(o.GetNamespace()), client.MatchingFields{field: o.GetName()}); err != nil {
