@@ -12,6 +12,7 @@ import (
 
 	"github.com/convergo-dev/convergo/internal/kobj"
 	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
 // declaredTypes returns the first declared child of each child kind of g, in declaration order, with
@@ -91,7 +92,7 @@ func (r *Reconciler[T]) typesToPrune(owner T, g *graph.Graph) []client.Object {
 		}
 		gk := gvk.GroupKind()
 		declared[gk]++
-		if r.applier.Unseen(owner, n.Object()) {
+		if seam.Of(r.applier).Unseen(owner, n.Object()) {
 			unseen[gk] = true
 		}
 	}

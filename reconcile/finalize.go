@@ -18,6 +18,7 @@ import (
 	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 	"github.com/convergo-dev/convergo/status"
 )
 
@@ -61,7 +62,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if done {
 		// A reconcile that still reads the version from before the removal works on its answer
 		// (no finalizer: nothing to do) instead of sending the removal again.
-		r.applier.RememberFinalized(r.gvk.GroupKind(), rv, obj)
+		seam.Of(r.applier).RememberFinalized(r.gvk.GroupKind(), rv, obj)
 	}
 	if err != nil {
 		r.metrics.deletionStep("cleanup", "error")
@@ -80,7 +81,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if ts := obj.GetDeletionTimestamp(); ts != nil {
 		r.metrics.deleted(time.Since(ts.Time))
 	}
-	r.applier.ForgetChildren(obj.GetUID())
+	seam.Of(r.applier).ForgetChildren(obj.GetUID())
 	// No event: the object is gone right after this; the ChildrenDeleted events (WithChangeEvents)
 	// and the log tell the story.
 	log.Info("finalized: children deleted, cleanup done, finalizer removed")

@@ -31,6 +31,7 @@ import (
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 	"github.com/convergo-dev/convergo/sharding"
 	"github.com/convergo-dev/convergo/status"
 )
@@ -309,7 +310,7 @@ func (r *Reconciler[T]) get(ctx context.Context, req ctrl.Request) (T, error) {
 		}
 		return zero, fmt.Errorf("get %s %s: %w", r.gvk.Kind, req.NamespacedName, err)
 	}
-	resolved, ok := r.applier.Latest(r.gvk.GroupKind(), obj).(T)
+	resolved, ok := seam.Of(r.applier).Latest(r.gvk.GroupKind(), obj).(T)
 	if !ok {
 		return obj, nil
 	}
@@ -318,7 +319,7 @@ func (r *Reconciler[T]) get(ctx context.Context, req ctrl.Request) (T, error) {
 
 // wrote records that a write of the Reconciler turned T's version rvBefore into obj.
 func (r *Reconciler[T]) wrote(rvBefore string, obj T) {
-	r.applier.RememberWrite(r.gvk.GroupKind(), rvBefore, obj)
+	seam.Of(r.applier).RememberWrite(r.gvk.GroupKind(), rvBefore, obj)
 }
 
 // patchStatus writes the status difference between before and obj and records the write.

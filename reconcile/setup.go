@@ -23,6 +23,7 @@ import (
 
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 	"github.com/convergo-dev/convergo/status"
 )
 
@@ -196,7 +197,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 		), r.triggers.ownEvents())).
 		WithOptions(opts).
 		// Tells the record of our own writes which versions the cache holds; it enqueues nothing.
-		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), r.applier.Observer(r.gvk.GroupKind())))
+		WatchesRawSource(source.Kind(r.cache, client.Object(r.newObj()), seam.Of(r.applier).Observer(r.gvk.GroupKind())))
 	r.mu.Lock()
 	for _, o := range r.owns {
 		gvk, _ := apiutil.GVKForObject(o, r.scheme)

@@ -23,6 +23,7 @@ import (
 	"github.com/convergo-dev/convergo/internal/kobj"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/internal/intent"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
 // Operation is what Apply (or a Graph) did to a child.
@@ -106,6 +107,7 @@ func WithWriteGuard(guard func() error) Option {
 // answer that rests on a child's absence or identity comes from the API server or from the Applier's
 // record of its own writes, never from the cache alone. An Applier is safe for concurrent use.
 type Applier struct {
+	hook
 	client client.Client
 	scheme *runtime.Scheme
 	cfg    config
@@ -155,7 +157,9 @@ func NewApplier(c client.Client, apiReader client.Reader, opts ...Option) *Appli
 	if apiReader == nil {
 		panic(ErrNilAPIReader)
 	}
-	return &Applier{client: c, scheme: c.Scheme(), cfg: cfg, reader: apiReader, known: newKnowledge(), readsCache: sameReader(c, apiReader)}
+	a := &Applier{client: c, scheme: c.Scheme(), cfg: cfg, reader: apiReader, known: newKnowledge(), readsCache: sameReader(c, apiReader)}
+	seam.Set(&a.hook, writes{a})
+	return a
 }
 
 // Client returns the client the Applier reads and writes with.
@@ -493,10 +497,9 @@ func (a *Applier) checkOwner(owner, live client.Object) error {
 	return &OrphanError{Child: childRef, Owner: ownerRef}
 }
 
-// MayWrite reports whether the Applier may write now: the error of its write guard (WithWriteGuard),
-// nil without one. Callers that write elsewhere on the Applier's behalf (the external nodes of a
-// graph) ask it before each write.
-func (a *Applier) MayWrite() error {
+// mayWrite reports whether the Applier may write now: the error of its write guard (WithWriteGuard),
+// nil without one.
+func (a *Applier) mayWrite() error {
 	if a.cfg.guard == nil {
 		return nil
 	}

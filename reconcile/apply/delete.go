@@ -71,10 +71,8 @@ func (a *Applier) deleteExactly(ctx context.Context, id objectID, owner types.UI
 // accepted, never removed at once: the API server adds the foregroundDeletion finalizer, which the
 // garbage collector removes once the object's dependents are gone.
 func (a *Applier) sendDelete(ctx context.Context, obj client.Object, propagation metav1.DeletionPropagation) (deletion, error) {
-	if a.cfg.guard != nil {
-		if err := a.cfg.guard(); err != nil {
-			return deletionRefused, err
-		}
+	if err := a.mayWrite(); err != nil {
+		return deletionRefused, err
 	}
 	uid := obj.GetUID()
 	var answer deletion

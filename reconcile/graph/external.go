@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
 // External is how a graph manages one kind of object that lives outside the API server (a PostgreSQL
@@ -325,7 +326,7 @@ func (g *Graph) applyExternal(ctx context.Context, rec *record, n *Node) (cr Chi
 			n.name, e.ops.kind, e.id, ErrNotOwned, why)
 	}
 	if cr.Operation != apply.OperationUnchanged {
-		if err := rec.a.MayWrite(); err != nil {
+		if err := seam.Of(rec.a).MayWrite(); err != nil {
 			return fail("write", err)
 		}
 		step := "update"
@@ -380,7 +381,7 @@ func deleteExternal(ctx context.Context, rec *record, ops externalOps, id string
 	if !obs.Exists || !rec.owns(obs, ops.kind, id) {
 		return true, nil
 	}
-	if err := rec.a.MayWrite(); err != nil {
+	if err := seam.Of(rec.a).MayWrite(); err != nil {
 		return false, err
 	}
 	if keep {

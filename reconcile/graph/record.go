@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
 // ExternalAnnotation, on an owner, records the external objects its graph created or adopted, as a
@@ -147,7 +148,7 @@ func (r *record) remove(ctx context.Context, kind, id string) error {
 // owner's resourceVersion, and updates the owner's annotations and resourceVersion. Called with r.mu
 // held.
 func (r *record) write(ctx context.Context, entries []ExternalRecord) error {
-	if err := r.a.MayWrite(); err != nil {
+	if err := seam.Of(r.a).MayWrite(); err != nil {
 		return err
 	}
 	var value any // nil removes the annotation
@@ -174,7 +175,7 @@ func (r *record) write(ctx context.Context, entries []ExternalRecord) error {
 		return fmt.Errorf("write %s on the owner: %w", ExternalAnnotation, err)
 	}
 	if gvk, err := apiutil.GVKForObject(r.owner, r.a.Scheme()); err == nil {
-		r.a.RememberWrite(gvk.GroupKind(), rvBefore, written)
+		seam.Of(r.a).RememberWrite(gvk.GroupKind(), rvBefore, written)
 	}
 	r.owner.SetAnnotations(maps.Clone(written.GetAnnotations()))
 	r.owner.SetResourceVersion(written.GetResourceVersion())
