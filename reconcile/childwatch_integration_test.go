@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -142,7 +143,7 @@ func (qt *quietTest) setStatus(t *testing.T, w *testapi.Widget, available int32,
 func (qt *quietTest) waitReady(t *testing.T, w *testapi.Widget, want metav1.ConditionStatus, msg string) {
 	t.Helper()
 	harness.WaitForObject(t, qt.client, client.ObjectKeyFromObject(w), &testapi.Widget{}, time.Minute, func(got *testapi.Widget) bool {
-		c := status.Get(got, status.Ready)
+		c := meta.FindStatusCondition(got.GetConditions(), status.Ready)
 		return c != nil && c.Status == want && c.ObservedGeneration == got.Generation && strings.Contains(c.Message, msg)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -220,7 +221,7 @@ func TestIntegrationDeletionWithoutGraph(t *testing.T) {
 				if err := wc.Get(t.Context(), req.NamespacedName, w); err != nil {
 					t.Fatal(err)
 				}
-				ready := status.Get(w, status.Ready)
+				ready := meta.FindStatusCondition(w.GetConditions(), status.Ready)
 				if ready == nil || ready.Reason != reconcile.ReasonDeletionFailed || !strings.Contains(ready.Message, `kind "mem.thing" is unknown`) ||
 					!strings.Contains(ready.Message, "reconcile.WithExternalKinds") {
 					t.Errorf("Ready while the external kind is unknown: %+v, want DeletionFailed naming the kind and the fix", ready)

@@ -68,7 +68,7 @@ func newDirectEnv(t *testing.T) *directEnv {
 		Suspended: func(w *testapi.Widget) bool { return w.Spec.Data["suspend"] == "true" },
 		Failed: func(_ context.Context, w *testapi.Widget, err error) {
 			e.failed = append(e.failed, err.Error())
-			status.MarkTrue(w, "Degraded", "ChildrenFailed", "%v", err)
+			status.Set(w, metav1.Condition{Type: "Degraded", Status: metav1.ConditionTrue, Reason: "ChildrenFailed", Message: err.Error()})
 		},
 	}
 	e.r = reconcile.NewDirect(c, c, s, hooks)
@@ -241,7 +241,7 @@ func TestTimeInTheContract(t *testing.T) {
 			if err := e.c.Get(t.Context(), e.key, &w); err != nil {
 				t.Fatal(err)
 			}
-			if c := status.Get(&w, status.Stalled); c != nil {
+			if c := meta.FindStatusCondition(w.GetConditions(), status.Stalled); c != nil {
 				g.Stalled = string(c.Status) + "/" + c.Reason
 			}
 			if err != nil && !g.Terminal {
@@ -413,7 +413,7 @@ func TestReconcilerExternalNode(t *testing.T) {
 	if _, err, w = reconcileOnce(); err == nil {
 		t.Error("reconcile while the system is down returned no error (no retry with backoff)")
 	}
-	if c := status.Get(w, status.Reconciling); c == nil || c.Reason != reconcile.ReasonObserveFailed ||
+	if c := meta.FindStatusCondition(w.GetConditions(), status.Reconciling); c == nil || c.Reason != reconcile.ReasonObserveFailed ||
 		!strings.Contains(c.Message, `external node "db" (mem.thing w-db): observe: connection refused`) {
 		t.Errorf("Reconciling while down = %+v", c)
 	}
@@ -456,7 +456,7 @@ func TestReconcilerExternalTerminalError(t *testing.T) {
 	if err := e.c.Get(t.Context(), e.key, &w); err != nil {
 		t.Fatal(err)
 	}
-	if c := status.Get(&w, status.Stalled); c == nil || c.Reason != reconcile.ReasonTerminalError ||
+	if c := meta.FindStatusCondition(w.GetConditions(), status.Stalled); c == nil || c.Reason != reconcile.ReasonTerminalError ||
 		!strings.Contains(c.Message, `external node "db" (mem.thing w-db): observe: terminal error: quota exhausted`) {
 		t.Errorf("Stalled = %+v", c)
 	}

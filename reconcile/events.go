@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -128,7 +129,7 @@ func repairing(ctx context.Context, owner client.Object) bool {
 	if !ok {
 		return false
 	}
-	ready := status.Get(conditions, status.Ready)
+	ready := meta.FindStatusCondition(conditions.GetConditions(), status.Ready)
 	return ready != nil && ready.ObservedGeneration == owner.GetGeneration()
 }
 

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -456,7 +457,7 @@ func (r *Reconciler[T]) setSummarized(obj T, out outcome) bool {
 	status.Remove(obj, ConditionSuspended)
 	r.setOutcome(obj, out)
 	s := *r.summary
-	if ready := status.Get(obj, status.Ready); ready != nil && ready.Status == metav1.ConditionTrue {
+	if ready := meta.FindStatusCondition(obj.GetConditions(), status.Ready); ready != nil && ready.Status == metav1.ConditionTrue {
 		s.Reason, s.Message = ready.Reason, ready.Message
 	}
 	status.Summarize(obj, s)
@@ -563,7 +564,7 @@ func (r *Reconciler[T]) finish(ctx context.Context, log logr.Logger, obj T, out 
 func (r *Reconciler[T]) countCondition(obj T) {
 	cond := "Unknown"
 	for _, c := range []string{status.Stalled, status.Reconciling, status.Ready} {
-		if status.IsTrue(obj, c) {
+		if meta.IsStatusConditionTrue(obj.GetConditions(), c) {
 			cond = c
 			break
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,7 +124,7 @@ func TestIntegrationReconcilerReadsItsOwnWrites(t *testing.T) {
 // summary names the Widget's true kstatus condition with its reason ("Ready/Reconciled").
 func summary(w *testapi.Widget) string {
 	for _, t := range []string{status.Stalled, status.Reconciling, status.Ready} {
-		if c := status.Get(w, t); c != nil && c.Status == metav1.ConditionTrue {
+		if c := meta.FindStatusCondition(w.GetConditions(), t); c != nil && c.Status == metav1.ConditionTrue {
 			return t + "/" + c.Reason
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -317,11 +318,13 @@ func (wt *widgetTest) settledCalls(t *testing.T) int64 {
 	return 0
 }
 
-func isReady(w *testapi.Widget) bool   { return status.IsReady(w) }
-func isStalled(w *testapi.Widget) bool { return status.IsStalled(w) }
+func isReady(w *testapi.Widget) bool { return status.IsReady(w) }
+func isStalled(w *testapi.Widget) bool {
+	return meta.IsStatusConditionTrue(w.GetConditions(), status.Stalled)
+}
 
 func condition(w *testapi.Widget, t string) string {
-	c := status.Get(w, t)
+	c := meta.FindStatusCondition(w.GetConditions(), t)
 	if c == nil {
 		return "absent"
 	}
@@ -341,7 +344,7 @@ func TestIntegrationReconcilerConverges(t *testing.T) {
 	if diff := cmp.Diff([]string{wt.rec.Finalizer()}, got.Finalizers); diff != "" {
 		t.Errorf("finalizers (-want +got):\n%s", diff)
 	}
-	if c := status.Get(got, status.Ready); c == nil || c.Status != metav1.ConditionFalse ||
+	if c := meta.FindStatusCondition(got.GetConditions(), status.Ready); c == nil || c.Status != metav1.ConditionFalse ||
 		c.Message != "config: not annotated ready=true; derived waits for config: not annotated ready=true" {
 		t.Errorf("Ready = %+v", c)
 	}
@@ -360,10 +363,10 @@ func TestIntegrationReconcilerConverges(t *testing.T) {
 	// The dependency becomes ready: the child's watch event wakes the owner.
 	wt.annotateReady(t, "app-config")
 	got = wt.waitWidget(t, w, "Ready", isReady)
-	if c := status.Get(got, status.Ready); c.Reason != reconcile.ReasonReconciled || c.Message != "all 2 children ready" {
+	if c := meta.FindStatusCondition(got.GetConditions(), status.Ready); c.Reason != reconcile.ReasonReconciled || c.Message != "all 2 children ready" {
 		t.Errorf("Ready = %+v", c)
 	}
-	if got.Status.ObservedGeneration != got.Generation || status.Get(got, status.Reconciling) != nil {
+	if got.Status.ObservedGeneration != got.Generation || meta.FindStatusCondition(got.GetConditions(), status.Reconciling) != nil {
 		t.Errorf("status = %+v", got.Status)
 	}
 	derived := &corev1.ConfigMap{}
@@ -384,7 +387,7 @@ func TestIntegrationReconcilerConverges(t *testing.T) {
 	}
 
 	// Steady state: reconciling again makes no API request at all (cache reads only).
-	readyLTT := status.Get(got, status.Ready).LastTransitionTime
+	readyLTT := meta.FindStatusCondition(got.GetConditions(), status.Ready).LastTransitionTime
 	wt.settledCalls(t) // let the manager's own reconciles of the last writes finish
 	wt.counter.Reset()
 	for range 5 {
@@ -410,7 +413,7 @@ func TestIntegrationReconcilerConverges(t *testing.T) {
 	if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), final); err != nil {
 		t.Fatal(err)
 	}
-	if ltt := status.Get(final, status.Ready).LastTransitionTime; !ltt.Equal(&readyLTT) {
+	if ltt := meta.FindStatusCondition(final.GetConditions(), status.Ready).LastTransitionTime; !ltt.Equal(&readyLTT) {
 		t.Errorf("Ready lastTransitionTime moved from %v to %v", readyLTT, ltt)
 	}
 
@@ -453,7 +456,7 @@ func TestIntegrationReconcilerInvalidSpec(t *testing.T) {
 	if diff := cmp.Diff(want, gotConds); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
-	if msg := status.Get(got, status.Stalled).Message; msg != "spec.invalid is set: replicas must be even" {
+	if msg := meta.FindStatusCondition(got.GetConditions(), status.Stalled).Message; msg != "spec.invalid is set: replicas must be even" {
 		t.Errorf("Stalled message = %q", msg)
 	}
 	wt.waitEvent(t, "bad", "Warning InvalidSpec")
@@ -476,7 +479,7 @@ func TestIntegrationReconcilerInvalidSpec(t *testing.T) {
 	}
 	wt.annotateReadyWhenCreated(t, "bad-config")
 	got = wt.waitWidget(t, w, "Ready after fixing the spec", isReady)
-	if status.Get(got, status.Stalled) != nil {
+	if meta.FindStatusCondition(got.GetConditions(), status.Stalled) != nil {
 		t.Errorf("Stalled kept after recovery: %v", got.Status.Conditions)
 	}
 }
@@ -530,7 +533,7 @@ func TestIntegrationReconcilerDeletion(t *testing.T) {
 	got := wt.waitWidget(t, w, "Reconciling/Deleting", func(w *testapi.Widget) bool {
 		return condition(w, status.Reconciling) == "True/Deleting"
 	})
-	if msg := status.Get(got, status.Reconciling).Message; msg != "waiting for children to be deleted" {
+	if msg := meta.FindStatusCondition(got.GetConditions(), status.Reconciling).Message; msg != "waiting for children to be deleted" {
 		t.Errorf("Reconciling message = %q", msg)
 	}
 	config := &corev1.ConfigMap{}
@@ -747,7 +750,7 @@ func TestIntegrationReconcilerPrunes(t *testing.T) {
 	w := wt.create(t, "opt", testapi.WidgetSpec{Data: map[string]string{"extra": "on"}})
 	wt.annotateReadyWhenCreated(t, "opt-config")
 	got := wt.waitWidget(t, w, "Ready with three children", func(w *testapi.Widget) bool {
-		return status.IsReady(w) && status.Get(w, status.Ready).Message == "all 3 children ready" && w.Status.ReadyChildren == 3
+		return status.IsReady(w) && meta.FindStatusCondition(w.GetConditions(), status.Ready).Message == "all 3 children ready" && w.Status.ReadyChildren == 3
 	})
 	extra := &corev1.ConfigMap{}
 	if err := wt.client.Get(t.Context(), client.ObjectKey{Namespace: wt.ns, Name: "opt-extra"}, extra); err != nil {
@@ -760,7 +763,7 @@ func TestIntegrationReconcilerPrunes(t *testing.T) {
 	}
 	harness.WaitForDeletion(t, wt.client, extra, time.Minute)
 	wt.waitWidget(t, w, "Ready with two children", func(w *testapi.Widget) bool {
-		return status.IsReady(w) && status.Get(w, status.Ready).Message == "all 2 children ready" && w.Status.ReadyChildren == 2
+		return status.IsReady(w) && meta.FindStatusCondition(w.GetConditions(), status.Ready).Message == "all 2 children ready" && w.Status.ReadyChildren == 2
 	})
 	// By default only the reconcile that pruned emits ChildrenApplied (the creations emit none). The
 	// data moved out of config; extra is pruned once config is applied and ready again.
@@ -780,7 +783,7 @@ func TestIntegrationReconcilerTransientError(t *testing.T) {
 	got := wt.waitWidget(t, w, "Reconciling/ApplyFailed (the child's apply)", func(w *testapi.Widget) bool {
 		return condition(w, status.Reconciling) == "True/ApplyFailed"
 	})
-	if c := status.Get(got, status.Ready); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not a valid key!") {
+	if c := meta.FindStatusCondition(got.GetConditions(), status.Ready); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not a valid key!") {
 		t.Errorf("Ready = %+v, want False with the API server's error", c)
 	}
 	wt.waitEvent(t, "flaky", "Warning ApplyFailed")
@@ -937,7 +940,7 @@ func TestIntegrationReconcilerDependsOnForCreation(t *testing.T) {
 			}
 			gen := got.Generation
 			got = wt.waitWidget(t, w, "the change reconciled", func(w *testapi.Widget) bool {
-				c := status.Get(w, status.Ready)
+				c := meta.FindStatusCondition(w.GetConditions(), status.Ready)
 				return c != nil && c.ObservedGeneration == gen
 			})
 			derived := &corev1.ConfigMap{}
@@ -945,7 +948,7 @@ func TestIntegrationReconcilerDependsOnForCreation(t *testing.T) {
 				t.Fatal(err)
 			}
 			type outcome struct{ Replicas, Message string }
-			if diff := cmp.Diff(outcome{tc.wantReplicas, tc.wantMessage}, outcome{derived.Data["replicas"], status.Get(got, status.Ready).Message}); diff != "" {
+			if diff := cmp.Diff(outcome{tc.wantReplicas, tc.wantMessage}, outcome{derived.Data["replicas"], meta.FindStatusCondition(got.GetConditions(), status.Ready).Message}); diff != "" {
 				t.Errorf("derived and the Ready message after the change (-want +got):\n%s", diff)
 			}
 		})
@@ -1039,9 +1042,9 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 
 	setSuspend("null")
 	wt.waitWidget(t, w, "Ready after resuming", func(w *testapi.Widget) bool {
-		c := status.Get(w, status.Ready)
+		c := meta.FindStatusCondition(w.GetConditions(), status.Ready)
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && w.Status.ObservedGeneration == gen &&
-			status.Get(w, reconcile.ConditionSuspended) == nil
+			meta.FindStatusCondition(w.GetConditions(), reconcile.ConditionSuspended) == nil
 	})
 	if diff := cmp.Diff([]map[string]string{{"replicas": "2"}, {"k": "v"}}, []map[string]string{childData("paused-derived"), childData("paused-config")}); diff != "" {
 		t.Errorf("after resuming: derived and config (-want +got):\n%s", diff)
@@ -1120,12 +1123,12 @@ func TestIntegrationReconcilerDeletionFailureSaid(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := wt.waitWidget(t, w, "the failed deletion said", func(w *testapi.Widget) bool {
-				c := status.Get(w, status.Ready)
+				c := meta.FindStatusCondition(w.GetConditions(), status.Ready)
 				return c != nil && c.Reason == reconcile.ReasonDeletionFailed
 			})
 			type cond struct{ Status, Reason, Message string }
 			summary := func(condType string) cond {
-				c := status.Get(got, condType)
+				c := meta.FindStatusCondition(got.GetConditions(), condType)
 				if c == nil {
 					return cond{}
 				}
@@ -1183,16 +1186,16 @@ func TestIntegrationReconcilerRedeclaredKeptChild(t *testing.T) {
 
 	setData(w, withExtra)
 	got := wt.waitWidget(t, w, "Stalled, NotOwned", func(w *testapi.Widget) bool {
-		c := status.Get(w, status.Stalled)
+		c := meta.FindStatusCondition(w.GetConditions(), status.Stalled)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reconcile.ReasonNotOwned
 	})
-	msg := status.Get(got, status.Stalled).Message
+	msg := meta.FindStatusCondition(got.GetConditions(), status.Stalled).Message
 	for _, want := range []string{"ConfigMap " + wt.ns + "/kept-extra", "released by KeepOnDelete", "delete it", "apply.WithAdoptOrphans()"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("Stalled message %q does not say %q", msg, want)
 		}
 	}
-	if c := status.Get(got, status.Ready); c == nil || c.Status != metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(got.GetConditions(), status.Ready); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("Ready while a declared child is not the Widget's: %+v", c)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -64,11 +65,11 @@ func (r *Reconciler[T]) suspend(ctx context.Context, log logr.Logger, obj T) (ct
 	// changed while suspended is not applied, so the conditions keep the generation the suspension
 	// was first seen at, and kstatus reads the object InProgress until the resume applies it.
 	gen := obj.GetGeneration()
-	if c := status.Get(obj, ConditionSuspended); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration < gen {
+	if c := meta.FindStatusCondition(obj.GetConditions(), ConditionSuspended); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration < gen {
 		obj.SetGeneration(c.ObservedGeneration)
 	}
 	changed := status.Set(obj, metav1.Condition{Type: ConditionSuspended, Status: metav1.ConditionTrue, Reason: ConditionSuspended, Message: msg})
-	if !status.IsTrue(obj, status.Ready) {
+	if !meta.IsStatusConditionTrue(obj.GetConditions(), status.Ready) {
 		changed = status.Set(obj, metav1.Condition{Type: status.Ready, Status: metav1.ConditionFalse, Reason: ConditionSuspended, Message: msg}) || changed
 	}
 	changed = status.Remove(obj, status.Reconciling) || changed

@@ -1,7 +1,6 @@
 package status
 
 import (
-	"fmt"
 	"reflect"
 	"time"
 
@@ -83,7 +82,7 @@ func Set(obj Object, c metav1.Condition) bool {
 				other = Reconciling
 			}
 			changed = Remove(obj, other) || changed
-			if IsTrue(obj, Ready) {
+			if isTrue(obj, Ready) {
 				changed = set(obj, metav1.Condition{
 					Type: Ready, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message,
 				}) || changed
@@ -156,29 +155,6 @@ func Remove(obj Object, condType string) bool {
 	return false
 }
 
-// MarkTrue sets condType to True with the given reason and formatted message; see Set.
-func MarkTrue(obj Object, condType, reason, messageFormat string, args ...any) bool {
-	return mark(obj, condType, metav1.ConditionTrue, reason, messageFormat, args...)
-}
-
-// MarkFalse sets condType to False with the given reason and formatted message; see Set.
-func MarkFalse(obj Object, condType, reason, messageFormat string, args ...any) bool {
-	return mark(obj, condType, metav1.ConditionFalse, reason, messageFormat, args...)
-}
-
-// MarkUnknown sets condType to Unknown with the given reason and formatted message; see Set.
-func MarkUnknown(obj Object, condType, reason, messageFormat string, args ...any) bool {
-	return mark(obj, condType, metav1.ConditionUnknown, reason, messageFormat, args...)
-}
-
-func mark(obj Object, condType string, s metav1.ConditionStatus, reason, format string, args ...any) bool {
-	msg := format
-	if len(args) > 0 {
-		msg = fmt.Sprintf(format, args...)
-	}
-	return Set(obj, metav1.Condition{Type: condType, Status: s, Reason: reason, Message: msg})
-}
-
 // MarkReady records that obj is fully reconciled: Ready=True, and Reconciling and Stalled removed.
 func MarkReady(obj Object, reason, message string) bool {
 	return Set(obj, metav1.Condition{Type: Ready, Status: metav1.ConditionTrue, Reason: reason, Message: message})
@@ -198,17 +174,6 @@ func MarkStalled(obj Object, reason, message string) bool {
 	return Set(obj, metav1.Condition{Type: Ready, Status: metav1.ConditionFalse, Reason: reason, Message: message}) || changed
 }
 
-// Get returns a copy of the condition condType of obj, or nil when obj has none. Changing the copy
-// does not change obj; use Set for that.
-func Get(obj Object, condType string) *metav1.Condition {
-	c := lookup(obj, condType)
-	if c == nil {
-		return nil
-	}
-	cp := *c // one allocation, for the match only
-	return &cp
-}
-
 // lookup returns a pointer to the condition condType inside obj's own conditions slice, or nil. It
 // does not allocate; callers in this package only read through it and never hand it out.
 func lookup(obj Object, condType string) *metav1.Condition {
@@ -221,19 +186,8 @@ func lookup(obj Object, condType string) *metav1.Condition {
 	return nil
 }
 
-// IsTrue reports whether obj has condition condType with status True.
-func IsTrue(obj Object, condType string) bool { return hasStatus(obj, condType, metav1.ConditionTrue) }
-
-// IsFalse reports whether obj has condition condType with status False.
-func IsFalse(obj Object, condType string) bool {
-	return hasStatus(obj, condType, metav1.ConditionFalse)
-}
-
-// IsUnknown reports whether obj's condition condType is Unknown or absent.
-func IsUnknown(obj Object, condType string) bool {
-	c := lookup(obj, condType)
-	return c == nil || c.Status == metav1.ConditionUnknown
-}
+// isTrue reports whether obj has condition condType with status True.
+func isTrue(obj Object, condType string) bool { return hasStatus(obj, condType, metav1.ConditionTrue) }
 
 func hasStatus(obj Object, condType string, s metav1.ConditionStatus) bool {
 	c := lookup(obj, condType)
@@ -246,12 +200,6 @@ func IsReady(obj Object) bool {
 	c := lookup(obj, Ready)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.GetGeneration()
 }
-
-// IsReconciling reports whether obj has Reconciling=True.
-func IsReconciling(obj Object) bool { return IsTrue(obj, Reconciling) }
-
-// IsStalled reports whether obj has Stalled=True.
-func IsStalled(obj Object) bool { return IsTrue(obj, Stalled) }
 
 // stampObservedGeneration copies obj's generation into status.observedGeneration where the type has one,
 // and reports whether that changed it.

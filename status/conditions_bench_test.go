@@ -1,8 +1,10 @@
 package status_test
 
 import (
+	"fmt"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -23,7 +25,7 @@ func benchWidget() *testapi.Widget {
 	w := &testapi.Widget{}
 	w.Name, w.Namespace, w.Generation = "w", "ns", 3
 	for _, typ := range []string{"Available", "Configured", "Progressing"} {
-		status.MarkTrue(w, typ, "AsExpected", "%s is as expected", typ)
+		status.Set(w, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "AsExpected", Message: fmt.Sprintf("%s is as expected", typ)})
 	}
 	status.MarkReady(w, "Succeeded", "all children are ready")
 	return w
@@ -111,7 +113,7 @@ func BenchmarkGet(b *testing.B) {
 	w := benchWidget()
 	b.ReportAllocs()
 	for b.Loop() {
-		if status.Get(w, "Progressing") == nil {
+		if meta.FindStatusCondition(w.GetConditions(), "Progressing") == nil {
 			b.Fatal("Progressing not found")
 		}
 	}
@@ -141,7 +143,7 @@ func BenchmarkSummarize(b *testing.B) {
 	})
 	b.Run("one sub-condition false", func(b *testing.B) {
 		w := benchWidget()
-		status.MarkFalse(w, "Configured", "Missing", "config map not found")
+		status.Set(w, metav1.Condition{Type: "Configured", Status: metav1.ConditionFalse, Reason: "Missing", Message: "config map not found"})
 		status.Summarize(w, summary)
 		b.ReportAllocs()
 		for b.Loop() {

@@ -20,7 +20,7 @@
 //	} else {
 //		status.MarkReconciling(obj, "Progressing", "waiting for replicas")
 //	}
-//	status.MarkTrue(obj, "ConfigSynced", "Synced", "config %s applied", cfgName)
+//	status.Set(obj, metav1.Condition{Type: "ConfigSynced", Status: metav1.ConditionTrue, Reason: "Synced", Message: fmt.Sprintf("config %s applied", cfgName)})
 //	wrote, err := status.NewPatcher(c).Patch(ctx, obj, before)
 //
 // Objects qualify by implementing Object (GetConditions/SetConditions on their status conditions).
@@ -30,6 +30,7 @@
 // is the way to inject a time. (The clock itself is an unexported package variable that only this
 // package's own tests replace.)
 //
-// The Mark helpers take a printf format and arguments: pass a message that is not a constant as
-// MarkFalse(obj, "Synced", "Failed", "%s", err).
+// Reading conditions needs nothing of this package: apimachinery's meta.FindStatusCondition and
+// meta.IsStatusConditionTrue read obj.GetConditions(); IsReady adds the generation check kstatus
+// needs.
 package status

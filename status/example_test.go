@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,7 +49,7 @@ func ExampleMarkStalled() {
 	status.MarkReconciling(w, "Progressing", "")
 	status.MarkStalled(w, "InvalidSpec", "replicas must be at most 10")
 	printConditions(w)
-	fmt.Println("stalled:", status.IsStalled(w), "reconciling:", status.IsReconciling(w))
+	fmt.Println("stalled:", meta.IsStatusConditionTrue(w.GetConditions(), status.Stalled), "reconciling:", meta.IsStatusConditionTrue(w.GetConditions(), status.Reconciling))
 	// Output:
 	//   Ready=False InvalidSpec "replicas must be at most 10" (generation 1)
 	//   Stalled=True InvalidSpec "replicas must be at most 10" (generation 1)
@@ -59,18 +60,18 @@ func ExampleSummarize() {
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", Generation: 1}}
 	s := status.Summary{Conditions: []string{"Available", "ConfigSynced"}, NegativePolarity: []string{"Degraded"}}
 
-	status.MarkTrue(w, "Available", "MinimumReplicas", "3 of 3 replicas")
+	status.Set(w, metav1.Condition{Type: "Available", Status: metav1.ConditionTrue, Reason: "MinimumReplicas", Message: "3 of 3 replicas"})
 	status.Summarize(w, s)
-	fmt.Println(status.Get(w, status.Ready).Status, status.Get(w, status.Ready).Message)
+	fmt.Println(meta.FindStatusCondition(w.GetConditions(), status.Ready).Status, meta.FindStatusCondition(w.GetConditions(), status.Ready).Message)
 
-	status.MarkTrue(w, "ConfigSynced", "Applied", "")
-	status.MarkTrue(w, "Degraded", "DiskPressure", "disk %d%% full", 97)
+	status.Set(w, metav1.Condition{Type: "ConfigSynced", Status: metav1.ConditionTrue, Reason: "Applied"})
+	status.Set(w, metav1.Condition{Type: "Degraded", Status: metav1.ConditionTrue, Reason: "DiskPressure", Message: fmt.Sprintf("disk %d%% full", 97)})
 	status.Summarize(w, s)
-	fmt.Println(status.Get(w, status.Ready).Status, status.Get(w, status.Ready).Message)
+	fmt.Println(meta.FindStatusCondition(w.GetConditions(), status.Ready).Status, meta.FindStatusCondition(w.GetConditions(), status.Ready).Message)
 
-	status.MarkFalse(w, "Degraded", "Healthy", "")
+	status.Set(w, metav1.Condition{Type: "Degraded", Status: metav1.ConditionFalse, Reason: "Healthy"})
 	status.Summarize(w, s)
-	fmt.Println(status.Get(w, status.Ready).Status, status.Get(w, status.Ready).Message)
+	fmt.Println(meta.FindStatusCondition(w.GetConditions(), status.Ready).Status, meta.FindStatusCondition(w.GetConditions(), status.Ready).Message)
 	// Output:
 	// Unknown ConfigSynced: not reported yet
 	// False Degraded: disk 97% full

@@ -75,7 +75,7 @@ func FuzzSetConditions(f *testing.F) {
 				t.Fatalf("%s: changed=%v but status equal=%v\nbefore %v\nafter  %v", label, changed, equal, before.Status, w.Status)
 			}
 			if setType != "" {
-				if c := Get(w, setType); c != nil && c.ObservedGeneration != w.Generation {
+				if c := get(w, setType); c != nil && c.ObservedGeneration != w.Generation {
 					t.Fatalf("%s: %s has observedGeneration %d, generation %d", label, setType, c.ObservedGeneration, w.Generation)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,7 +66,7 @@ func TestIntegrationConflictKeepsOtherWritersCondition(t *testing.T) {
 		t.Fatal(err)
 	}
 	thBefore := theirs.DeepCopy()
-	status.MarkTrue(theirs, "External", "Checked", "by another controller")
+	status.Set(theirs, metav1.Condition{Type: "External", Status: metav1.ConditionTrue, Reason: "Checked", Message: "by another controller"})
 	theirs.Status.Summary = "theirs"
 	if wrote, err := status.NewPatcher(env.Client).Patch(ctx, theirs, thBefore); err != nil || !wrote {
 		t.Fatalf("other writer: %v, %v", wrote, err)
@@ -118,7 +119,7 @@ func TestIntegrationNoWriteWhenUnchangedAndStableTransitionTime(t *testing.T) {
 		}
 		before := obj.DeepCopy()
 		status.MarkReady(obj, "Succeeded", "ready")
-		status.MarkTrue(obj, "Synced", "Applied", "config applied")
+		status.Set(obj, metav1.Condition{Type: "Synced", Status: metav1.ConditionTrue, Reason: "Applied", Message: "config applied"})
 		wrote, err := p.Patch(ctx, obj, before)
 		if err != nil {
 			t.Fatal(err)
@@ -129,7 +130,7 @@ func TestIntegrationNoWriteWhenUnchangedAndStableTransitionTime(t *testing.T) {
 	if !wrote {
 		t.Fatal("first reconcile did not write")
 	}
-	readyLTT := status.Get(first, status.Ready).LastTransitionTime
+	readyLTT := meta.FindStatusCondition(first.GetConditions(), status.Ready).LastTransitionTime
 
 	counter.Reset()
 	for range 3 {
@@ -154,7 +155,7 @@ func TestIntegrationNoWriteWhenUnchangedAndStableTransitionTime(t *testing.T) {
 	if !wrote {
 		t.Fatal("reconcile after a spec change did not write observedGeneration")
 	}
-	ready := status.Get(after, status.Ready)
+	ready := meta.FindStatusCondition(after.GetConditions(), status.Ready)
 	if ready.ObservedGeneration != spec.Generation || after.Status.ObservedGeneration != spec.Generation {
 		t.Errorf("observedGeneration condition %d, status %d; want %d", ready.ObservedGeneration, after.Status.ObservedGeneration, spec.Generation)
 	}
@@ -189,7 +190,7 @@ func TestIntegrationRemovedConditionAndFieldAreRemoved(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
 		t.Fatal(err)
 	}
-	if status.Get(got, status.Stalled) != nil || !status.IsReady(got) || got.Status.Summary != "" {
+	if meta.FindStatusCondition(got.GetConditions(), status.Stalled) != nil || !status.IsReady(got) || got.Status.Summary != "" {
 		t.Errorf("server status = %+v; want Ready only and no summary", got.Status)
 	}
 }
@@ -213,7 +214,7 @@ func TestIntegrationConcurrentWriters(t *testing.T) {
 					return
 				}
 				before := obj.DeepCopy()
-				status.MarkTrue(obj, fmt.Sprintf("Writer%d", i), "Round", "round %d", r)
+				status.Set(obj, metav1.Condition{Type: fmt.Sprintf("Writer%d", i), Status: metav1.ConditionTrue, Reason: "Round", Message: fmt.Sprintf("round %d", r)})
 				if _, err := p.Patch(ctx, obj, before); err != nil {
 					errs <- err
 					return
@@ -231,7 +232,7 @@ func TestIntegrationConcurrentWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range writers {
-		c := status.Get(got, fmt.Sprintf("Writer%d", i))
+		c := meta.FindStatusCondition(got.GetConditions(), fmt.Sprintf("Writer%d", i))
 		if c == nil || c.Message != fmt.Sprintf("round %d", rounds-1) {
 			t.Errorf("Writer%d condition = %v, want the last round", i, c)
 		}

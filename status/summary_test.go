@@ -88,13 +88,13 @@ func TestSummarize(t *testing.T) {
 			if !Summarize(w, tc.summary) {
 				t.Error("Summarize reported no change")
 			}
-			if diff := cmp.Diff(&tc.want, Get(w, Ready)); diff != "" {
+			if diff := cmp.Diff(&tc.want, get(w, Ready)); diff != "" {
 				t.Errorf("Ready (-want +got):\n%s", diff)
 			}
 			if Summarize(w, tc.summary) {
 				t.Error("second Summarize reported a change")
 			}
-			if IsTrue(w, Ready) && (IsTrue(w, Reconciling) || IsTrue(w, Stalled)) {
+			if isTrue(w, Ready) && (isTrue(w, Reconciling) || isTrue(w, Stalled)) {
 				t.Errorf("kstatus violated: %v", w.Status.Conditions)
 			}
 		})

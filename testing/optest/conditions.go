@@ -2,6 +2,7 @@ package optest
 
 import (
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/convergo-dev/convergo/status"
 )
@@ -16,7 +17,7 @@ type StatusObject interface {
 // Condition returns "Status/Reason" of obj's condition condType (for example "True/Reconciled"), or
 // "absent" when obj has none.
 func Condition(obj status.Object, condType string) string {
-	c := status.Get(obj, condType)
+	c := meta.FindStatusCondition(obj.GetConditions(), condType)
 	if c == nil {
 		return "absent"
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -254,7 +255,7 @@ func TestDatabaseNeverSteals(t *testing.T) {
 	db := optest.Create(t, f.env.Client, &v1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "payroll"},
 		Spec: v1alpha1.DatabaseSpec{DatabaseName: "payroll"}})
 	harness.WaitForObject(t, f.env.Client, client.ObjectKeyFromObject(db), db, timeout, func(db *v1alpha1.Database) bool {
-		c := status.Get(db, status.Stalled)
+		c := meta.FindStatusCondition(db.GetConditions(), status.Stalled)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reconcile.ReasonNotOwned &&
 			strings.Contains(c.Message, `external node "database": postgres.database payroll exists but was not created for this owner`)
 	})
@@ -310,17 +311,17 @@ func TestDatabaseOutage(t *testing.T) {
 	f.pg.Stop(t)
 	stopped := time.Now()
 	harness.WaitForObject(t, f.env.Client, key, db, timeout, func(db *v1alpha1.Database) bool {
-		c := status.Get(db, status.Reconciling)
+		c := meta.FindStatusCondition(db.GetConditions(), status.Reconciling)
 		return c != nil && c.Reason == reconcile.ReasonObserveFailed && strings.Contains(c.Message, `external node "role"`)
 	})
-	down := *status.Get(db, status.Reconciling)
+	down := *meta.FindStatusCondition(db.GetConditions(), status.Reconciling)
 	for time.Since(stopped) < 30*time.Second {
 		time.Sleep(time.Second)
 		var now v1alpha1.Database
 		if err := f.env.Client.Get(t.Context(), key, &now); err != nil {
 			t.Fatal(err)
 		}
-		c := status.Get(&now, status.Reconciling)
+		c := meta.FindStatusCondition(now.GetConditions(), status.Reconciling)
 		if c == nil || c.Status != down.Status || c.Reason != down.Reason || !c.LastTransitionTime.Equal(&down.LastTransitionTime) {
 			t.Fatalf("conditions flapped while PostgreSQL was down: %+v, then %+v", down, c)
 		}
@@ -406,7 +407,7 @@ func TestDatabaseDeletionFailureSaid(t *testing.T) {
 	}
 	failedWith := func(node, substr string) func(*v1alpha1.Database) bool {
 		return func(db *v1alpha1.Database) bool {
-			c := status.Get(db, status.Ready)
+			c := meta.FindStatusCondition(db.GetConditions(), status.Ready)
 			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reconcile.ReasonDeletionFailed &&
 				strings.Contains(c.Message, `external node "`+node) && strings.Contains(c.Message, substr)
 		}
@@ -418,7 +419,7 @@ func TestDatabaseDeletionFailureSaid(t *testing.T) {
 
 	f.pg.Kill(t)
 	harness.WaitForObject(t, f.env.Client, key, db, timeout, failedWith("", "connection refused"))
-	if c := status.Get(db, status.Reconciling); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reconcile.ReasonDeletionFailed {
+	if c := meta.FindStatusCondition(db.GetConditions(), status.Reconciling); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reconcile.ReasonDeletionFailed {
 		t.Errorf("Reconciling while PostgreSQL is down: %+v, want True/DeletionFailed", c)
 	}
 	if len(db.Finalizers) == 0 {

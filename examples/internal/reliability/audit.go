@@ -167,7 +167,7 @@ func childState(kind string, child client.Object) string {
 func auditObject(rep *Report, op *Operator, obj status.Object, kept []string) bool {
 	name, gen := obj.GetName(), obj.GetGeneration()
 	ok := true
-	ready := status.Get(obj, status.Ready)
+	ready := meta.FindStatusCondition(obj.GetConditions(), status.Ready)
 	switch {
 	case ready == nil || ready.Status != metav1.ConditionTrue:
 		rep.problem("%s %s is not Ready: Ready %s, Reconciling %s, Stalled %s", op.Name, name,
@@ -178,7 +178,7 @@ func auditObject(rep *Report, op *Operator, obj status.Object, kept []string) bo
 		ok = false
 	}
 	for _, t := range []string{status.Reconciling, status.Stalled} {
-		if status.IsTrue(obj, t) {
+		if meta.IsStatusConditionTrue(obj.GetConditions(), t) {
 			rep.problem("%s %s has %s=True (%s)", op.Name, name, t, describeCondition(obj, t))
 			ok = false
 		}
@@ -192,7 +192,7 @@ func auditObject(rep *Report, op *Operator, obj status.Object, kept []string) bo
 		ok = false
 	}
 	for _, t := range kept {
-		if status.Get(obj, t) == nil {
+		if meta.FindStatusCondition(obj.GetConditions(), t) == nil {
 			rep.problem("%s %s lost condition %s set by another writer (conditions: %s)", op.Name, name, t, conditionTypes(obj))
 			ok = false
 		}
@@ -226,7 +226,7 @@ func countOf(list []string, s string) int {
 
 // describeCondition renders a condition as "Status/Reason (gen N): message", or "absent".
 func describeCondition(obj status.Object, condType string) string {
-	c := status.Get(obj, condType)
+	c := meta.FindStatusCondition(obj.GetConditions(), condType)
 	if c == nil {
 		return "absent"
 	}

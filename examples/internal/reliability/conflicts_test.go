@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/convergo-dev/convergo/examples/internal/reliability"
 	"github.com/convergo-dev/convergo/status"
@@ -121,7 +122,7 @@ func TestStatusConflictAfterLostResponse(t *testing.T) {
 			}
 			var trues []string
 			for _, c := range []string{status.Ready, status.Reconciling, status.Stalled} {
-				if status.IsTrue(got, c) {
+				if meta.IsStatusConditionTrue(got.GetConditions(), c) {
 					trues = append(trues, c)
 				}
 			}

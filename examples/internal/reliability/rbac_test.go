@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -304,7 +305,7 @@ func stalledOrForbidden(t *testing.T, env *harness.Env, key client.ObjectKey, m 
 		if err := env.Client.Get(t.Context(), key, w); err != nil {
 			return false, err.Error()
 		}
-		c := status.Get(w, status.Stalled)
+		c := meta.FindStatusCondition(w.GetConditions(), status.Stalled)
 		return c != nil && c.Reason == welcomecontroller.ReasonSecretNotFound, fmt.Sprintf("conditions %v", w.Status.Conditions)
 	})
 }

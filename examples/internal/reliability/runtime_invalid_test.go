@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -126,7 +127,7 @@ func TestRuntimeInvalidSpecsRecover(t *testing.T) {
 				if err != nil {
 					return false, err.Error()
 				}
-				c := status.Get(obj, tc.wantCondition)
+				c := meta.FindStatusCondition(obj.GetConditions(), tc.wantCondition)
 				ok := c != nil && c.Status == metav1.ConditionTrue && c.Reason == tc.wantReason &&
 					strings.Contains(c.Message, tc.wantMessage) && c.ObservedGeneration == obj.GetGeneration() && !status.IsReady(obj)
 				return ok, fmt.Sprintf("want %s=True reason %s, message containing %q, not Ready; conditions: %+v",

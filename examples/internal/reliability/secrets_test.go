@@ -64,7 +64,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	}
 	harness.WaitForObject(t, env.Client, client.ObjectKeyFromObject(w), &welcomev1.Welcome{}, convergeTimeout,
 		func(w *welcomev1.Welcome) bool {
-			c := status.Get(w, status.Stalled)
+			c := meta.FindStatusCondition(w.GetConditions(), status.Stalled)
 			return c != nil && c.Status == metav1.ConditionTrue && c.Reason == welcome.ReasonSecretNotFound
 		})
 

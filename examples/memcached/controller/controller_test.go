@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -198,7 +199,7 @@ func TestInvalidSpecStallsUntilFixed(t *testing.T) {
 		status.Stalled: "True/InvalidSpec", status.Ready: "False/InvalidSpec", status.Reconciling: "absent",
 	}))
 	want := "spec.resources.limits.memory (128Mi) is smaller than spec.cacheSizeMB (256Mi): memcached would be killed when the cache fills"
-	if got := status.Get(mc, status.Stalled).Message; got != want {
+	if got := meta.FindStatusCondition(mc.GetConditions(), status.Stalled).Message; got != want {
 		t.Errorf("Stalled message:\n got: %s\nwant: %s", got, want)
 	}
 	event := optest.WaitForEvent(t, env.Client, mc, corev1.EventTypeWarning, "InvalidSpec")

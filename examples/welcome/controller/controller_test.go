@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -195,7 +196,7 @@ func TestMissingSecret(t *testing.T) {
 	key := client.ObjectKeyFromObject(w)
 	harness.WaitForObject(t, env.Client, key, w, timeout, conditionsAre(secretNotFound))
 	want := `secret "bob-password" named by spec.passwordSecretRef does not exist in namespace "` + ns + `"`
-	if got := status.Get(w, status.Stalled).Message; got != want {
+	if got := meta.FindStatusCondition(w.GetConditions(), status.Stalled).Message; got != want {
 		t.Errorf("Stalled message:\n got: %s\nwant: %s", got, want)
 	}
 	optest.WaitForEvent(t, env.Client, w, corev1.EventTypeWarning, controller.ReasonSecretNotFound)

@@ -90,7 +90,7 @@ func (s *subject) explain(t *testing.T, env *harness.Env) {
 	}
 	_ = forEach(list, func(o client.Object) {
 		obj, ok := o.(status.Object)
-		if !ok || status.IsReady(obj) && !status.IsReconciling(obj) && !status.IsStalled(obj) {
+		if !ok || status.IsReady(obj) && !meta.IsStatusConditionTrue(obj.GetConditions(), status.Reconciling) && !meta.IsStatusConditionTrue(obj.GetConditions(), status.Stalled) {
 			return
 		}
 		var b strings.Builder

@@ -7,13 +7,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/builders"
 	"github.com/convergo-dev/convergo/examples/internal/reliability"
-	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
 
@@ -83,7 +83,7 @@ func TestStaleCache(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if status.Get(obj, reliability.ForeignCondition) == nil {
+			if meta.FindStatusCondition(obj.GetConditions(), reliability.ForeignCondition) == nil {
 				t.Errorf("%s %s lost condition %s across the stale cache and the restart", s.op.Name, name, reliability.ForeignCondition)
 			}
 		}
