@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/convergo-dev/convergo/builders"
@@ -67,7 +68,7 @@ func newQuietTest(t *testing.T, qc quietCache, opts ...reconcile.ReconcilerOptio
 		reconcile.WithName(name),
 		reconcile.WithOwns(&appsv1.Deployment{}),
 		// One worker: requests are reconciled in the order they were queued (see barrier).
-		reconcile.WithMaxConcurrentReconciles(1),
+		reconcile.WithControllerOptions(func(o *controller.Options) { o.MaxConcurrentReconciles = 1 }),
 	}, opts...)
 	env.StartManager(t, func(mgr manager.Manager) error {
 		r := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: webChildren}, opts...)

@@ -16,7 +16,7 @@ import (
 // kubebuilder's and operator-sdk's controller tests call their reconciler's. It reads and writes
 // through c (in such a test, envtest's client, which goes to the API server), asks apiReader where a
 // cache could not be trusted (c again, then), and maps types with scheme. It watches nothing and sends
-// no event unless WithEventRecorder gives it a recorder. It is the migration path for those tests:
+// no event. It is the migration path for those tests:
 //
 //	r := reconcile.NewDirect(k8sClient, k8sClient, k8sClient.Scheme(), controller.Hooks())
 //	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
@@ -24,7 +24,7 @@ import (
 // SetupWithManager must not be called on it; an operator uses NewReconciler.
 func NewDirect[T status.Object](c client.Client, apiReader client.Reader, scheme *runtime.Scheme, hooks Hooks[T], opts ...ReconcilerOption) *Reconciler[T] {
 	return NewReconciler(directManager{client: c, apiReader: apiReader, scheme: scheme}, hooks,
-		append([]ReconcilerOption{WithEventRecorder(discardEvents{})}, opts...)...)
+		append([]ReconcilerOption{withEventRecorder(discardEvents{})}, opts...)...)
 }
 
 // directManager is what NewReconciler reads of a manager, for NewDirect. Any other method panics (the

@@ -29,7 +29,7 @@
 // are; sharding (WithSharding, package sharding) makes several replicas active, each on its share.
 //
 // A Reconciler runs 4 workers and 20 more places for objects being deleted unless told otherwise
-// (WithMaxConcurrentReconciles, WithDeletionConcurrency). Every reconcile is an OpenTelemetry span, with
+// (MaxConcurrentReconciles in WithControllerOptions, WithDeletionConcurrency). Every reconcile is an OpenTelemetry span, with
 // why it ran (its trigger) and what each graph node did; tracing is off until the program sets a
 // tracer provider (WithTracerProvider, or OpenTelemetry's global one).
 package reconcile

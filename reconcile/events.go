@@ -18,21 +18,20 @@ import (
 	"github.com/convergo-dev/convergo/status"
 )
 
-// Event reasons of the Reconciler's events.k8s.io events, besides the condition reasons it also uses
-// for Warning events (an *InvalidSpecError's reason, ReasonInvalidGraph, ReasonReconcileError;
-// ReasonDeleteFailed when deleting the children of an object being deleted failed,
+// Reasons of the Reconciler's Normal events.k8s.io events. Its Warning events use condition reasons
+// (an *InvalidSpecError's reason, ReasonInvalidGraph, ReasonReconcileError; ReasonDeleteFailed when deleting the children of an object being deleted failed,
 // ReasonDeletionFailed when the Cleanup hook or the finalizer removal failed).
 //
 // Normal events are few: at most one per reconcile, and only when children were recreated or pruned
 // or, with WithChangeEvents, created, updated or deleted with their owner.
 const (
-	// EventReasonChildrenApplied (Normal): this reconcile recreated or pruned children (or, with
+	// eventChildrenApplied (Normal): this reconcile recreated or pruned children (or, with
 	// WithChangeEvents, created or updated some); the note lists every child it changed, e.g.
 	// "created ConfigMap demo/alice, Deployment demo/alice; pruned Service demo/old".
-	EventReasonChildrenApplied = "ChildrenApplied"
-	// EventReasonChildrenDeleted (Normal, with WithChangeEvents): this pass of a deletion deleted
+	eventChildrenApplied = "ChildrenApplied"
+	// eventChildrenDeleted (Normal, with WithChangeEvents): this pass of a deletion deleted
 	// children; the note lists them, so that successive events show the teardown order.
-	EventReasonChildrenDeleted = "ChildrenDeleted"
+	eventChildrenDeleted = "ChildrenDeleted"
 )
 
 // maxEventNote is the longest note an events.k8s.io/v1 Event accepts.
@@ -111,7 +110,7 @@ func (r *Reconciler[T]) recordChildren(ctx context.Context, owner T, out outcome
 		entries = append(entries, noteEntry{verb: "pruned", what: kobj.DescribeKey(kind, keyOf(p))})
 	}
 	if len(entries) > 0 && (destructive || r.changeEvents) {
-		r.normal(owner, first, EventReasonChildrenApplied, "Apply", compactNote(entries, maxEventNote))
+		r.normal(owner, first, eventChildrenApplied, "Apply", compactNote(entries, maxEventNote))
 	}
 }
 
@@ -146,7 +145,7 @@ func (r *Reconciler[T]) recordDeleted(owner T, deleted []graph.ChildResult) {
 		entries = append(entries, noteEntry{verb: "deleted", what: kobj.DescribeKey(kind, keyOf(c.Object))})
 	}
 	if len(entries) > 0 && r.changeEvents {
-		r.normal(owner, deleted[0].Object, EventReasonChildrenDeleted, "Delete", compactNote(entries, maxEventNote))
+		r.normal(owner, deleted[0].Object, eventChildrenDeleted, "Delete", compactNote(entries, maxEventNote))
 	}
 }
 

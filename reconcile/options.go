@@ -25,17 +25,16 @@ import (
 type ReconcilerOption func(*reconcilerConfig)
 
 type reconcilerConfig struct {
-	name          string
-	finalizer     string
-	owns          []client.Object
-	applierOpts   []apply.Option
-	maxConcurrent int
-	recorder      events.EventRecorder
-	changeEvents  bool
-	pollInterval  time.Duration
-	watches       []extraWatch
-	references    []reference
-	shard         *sharding.Shard
+	name         string
+	finalizer    string
+	owns         []client.Object
+	applierOpts  []apply.Option
+	recorder     events.EventRecorder
+	changeEvents bool
+	pollInterval time.Duration
+	watches      []extraWatch
+	references   []reference
+	shard        *sharding.Shard
 	// everyChildChange: every child update wakes the owner (WithEveryChildChange).
 	everyChildChange bool
 	// deletionConcurrent is WithDeletionConcurrency's number.
@@ -131,6 +130,13 @@ func WithApplierOptions(opts ...apply.Option) ReconcilerOption {
 // SkipNameValidation, LogConstructor, RateLimiter...), after the Reconciler set its own
 // (MaxConcurrentReconciles), which f may change too. It may be given several times.
 //
+// MaxConcurrentReconciles is how many objects are reconciled at once (one object is never reconciled
+// twice at the same time). Default: the manager's Controller.MaxConcurrentReconciles
+// (ctrl.Options.Controller) or GroupKindConcurrency when set, else 4 (controller-runtime's own default
+// is 1, which no operator written by hand keeps). Raising it is safe: children are written with
+// server-side apply, and a reconcile that starts before the cache shows the Reconciler's own last
+// write to the object works on what that write returned, so it does not repeat the write or conflict.
+//
 //	reconcile.WithControllerOptions(func(o *controller.Options) { o.ReconciliationTimeout = time.Minute })
 //
 // The RateLimiter decides how long an object waits before it is reconciled again after an error or
@@ -146,18 +152,8 @@ func WithControllerOptions(f func(*controller.Options)) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.controllerOpts = append(c.controllerOpts, f) }
 }
 
-// WithMaxConcurrentReconciles sets how many objects are reconciled at once (one object is never
-// reconciled twice at the same time). Default: the manager's Controller.MaxConcurrentReconciles
-// (ctrl.Options.Controller) or GroupKindConcurrency when set, else 4 (controller-runtime's own
-// default is 1, which no operator written by hand keeps). Raising it is safe: children are written with
-// server-side apply, and a reconcile that starts before the cache shows the Reconciler's own last
-// write to the object works on what that write returned, so it does not repeat the write or conflict.
-func WithMaxConcurrentReconciles(n int) ReconcilerOption {
-	return func(c *reconcilerConfig) { c.maxConcurrent = n }
-}
-
 // WithDeletionConcurrency gives the objects being deleted n places of their own: up to n of them are
-// finalized at once, besides the objects reconciled at once otherwise (WithMaxConcurrentReconciles),
+// finalized at once, besides the objects reconciled at once otherwise (controller.Options.MaxConcurrentReconciles),
 // which wait for one of their own places. A deletion pass is mostly round trips in a row (a layer of
 // children, the next once it is gone, the finalizer), and the garbage collector, which deletes the
 // children of owners that have no finalizer, runs 20 workers (kube-controller-manager's
@@ -170,9 +166,9 @@ func WithDeletionConcurrency(n int) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.deletionConcurrent = n }
 }
 
-// WithEventRecorder replaces the manager's event recorder (mgr.GetEventRecorder(name)), e.g. with
-// events.NewFakeRecorder in tests.
-func WithEventRecorder(rec events.EventRecorder) ReconcilerOption {
+// withEventRecorder replaces the manager's event recorder (mgr.GetEventRecorder(name)): NewDirect's
+// discards events.
+func withEventRecorder(rec events.EventRecorder) ReconcilerOption {
 	return func(c *reconcilerConfig) { c.recorder = rec }
 }
 

@@ -126,9 +126,9 @@ func Invalid(format string, args ...any) error {
 // NewReconciler and register it with SetupWithManager.
 //
 // Events (events.k8s.io, about T) are few, since each costs a request: at most one Normal event per
-// reconcile, EventReasonChildrenApplied, when children were recreated or pruned (with
+// reconcile, "ChildrenApplied", when children were recreated or pruned (with
 // WithChangeEvents also when they were only created or updated, and during deletion one Normal
-// EventReasonChildrenDeleted per pass that deleted children, so the events show the teardown order;
+// "ChildrenDeleted" per pass that deleted children, so the events show the teardown order;
 // conditions, logs and the metric already tell those routine changes); Warning events when an invalid spec or a reconcile error first
 // shows in the conditions (with the condition's reason) and when a deletion step fails
 // (ReasonDeleteFailed, ReasonDeletionFailed). The metric convergo_child_operations_total
@@ -161,7 +161,6 @@ type Reconciler[T status.Object] struct {
 	ctrlOpts     []func(*controller.Options)
 	summary      *status.Summary
 	extKinds     []graph.Option // WithExternalKinds'
-	maxConc      int
 	// deletionConc is WithDeletionConcurrency's number; gate, set up with the controller when it is
 	// above 0, holds the places of both lanes.
 	deletionConc int

@@ -27,17 +27,18 @@ import (
 )
 
 // exampleManager stands in for the manager of an operator (ctrl.NewManager) so that the example runs
-// without an API server: it hands out a fake client.
+// without an API server: it hands out a fake client and a fake event recorder.
 type exampleManager struct {
 	manager.Manager
-	client client.Client
+	client   client.Client
+	recorder recorder.EventRecorder
 }
 
 func (m exampleManager) GetClient() client.Client                       { return m.client }
 func (m exampleManager) GetAPIReader() client.Reader                    { return m.client }
 func (m exampleManager) GetScheme() *runtime.Scheme                     { return m.client.Scheme() }
 func (m exampleManager) GetCache() cache.Cache                          { return nil }
-func (m exampleManager) GetEventRecorder(string) recorder.EventRecorder { return nil }
+func (m exampleManager) GetEventRecorder(string) recorder.EventRecorder { return m.recorder }
 func (m exampleManager) GetConfig() *rest.Config                        { return nil }
 func (m exampleManager) GetHTTPClient() *http.Client                    { return nil }
 
@@ -68,10 +69,9 @@ func ExampleNewReconciler() {
 		return g, nil
 	}
 	// In an operator: r := reconcile.NewReconciler(mgr, hooks, ...); r.SetupWithManager(mgr).
-	r := reconcile.NewReconciler(exampleManager{client: c}, reconcile.Hooks[*testapi.Widget]{Children: children},
+	r := reconcile.NewReconciler(exampleManager{client: c, recorder: rec}, reconcile.Hooks[*testapi.Widget]{Children: children},
 		reconcile.WithOwns(&corev1.ConfigMap{}),
-		reconcile.WithChangeEvents(), // also an event for the creation
-		reconcile.WithEventRecorder(rec))
+		reconcile.WithChangeEvents()) // also an event for the creation
 
 	show := func(step string) {
 		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)})

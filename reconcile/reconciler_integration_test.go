@@ -378,7 +378,7 @@ func TestIntegrationReconcilerConverges(t *testing.T) {
 	}
 	// One Normal event per reconcile that changed children: config, then (once config is ready)
 	// derived; no second create while the cache catches up.
-	wt.waitEventNotes(t, "app", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied, []string{
+	wt.waitEventNotes(t, "app", corev1.EventTypeNormal, "ChildrenApplied", []string{
 		"created ConfigMap " + wt.ns + "/app-config",
 		"created ConfigMap " + wt.ns + "/app-derived",
 	})
@@ -429,15 +429,15 @@ func TestIntegrationReconcilerConverges(t *testing.T) {
 	if derived.Data["replicas"] != "3" || got.Status.ObservedGeneration != final.Generation {
 		t.Errorf("derived data %v, observedGeneration %d (generation %d)", derived.Data, got.Status.ObservedGeneration, final.Generation)
 	}
-	wt.waitEventNotes(t, "app", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied, []string{
+	wt.waitEventNotes(t, "app", corev1.EventTypeNormal, "ChildrenApplied", []string{
 		"created ConfigMap " + wt.ns + "/app-config",
 		"created ConfigMap " + wt.ns + "/app-derived",
 		"updated ConfigMap " + wt.ns + "/app-derived",
 	})
 	if got := wt.events(t, "app"); slices.ContainsFunc(got, func(e string) bool {
-		return strings.HasPrefix(e, "Normal ") && e != "Normal "+reconcile.EventReasonChildrenApplied
+		return strings.HasPrefix(e, "Normal ") && e != "Normal "+"ChildrenApplied"
 	}) {
-		t.Errorf("events about app: %v; want only Normal %s", got, reconcile.EventReasonChildrenApplied)
+		t.Errorf("events about app: %v; want only Normal %s", got, "ChildrenApplied")
 	}
 }
 
@@ -570,11 +570,11 @@ func TestIntegrationReconcilerDeletion(t *testing.T) {
 	}
 	// derived depends on config; nothing depends on extra: derived and extra first (derived held, so
 	// its pass repeats without a second event), then config.
-	wt.waitEventNotes(t, "gone", corev1.EventTypeNormal, reconcile.EventReasonChildrenDeleted, []string{
+	wt.waitEventNotes(t, "gone", corev1.EventTypeNormal, "ChildrenDeleted", []string{
 		"deleted ConfigMap " + wt.ns + "/gone-derived, ConfigMap " + wt.ns + "/gone-extra",
 		"deleted ConfigMap " + wt.ns + "/gone-config",
 	})
-	wantNormal := []string{"Normal " + reconcile.EventReasonChildrenApplied, "Normal " + reconcile.EventReasonChildrenDeleted}
+	wantNormal := []string{"Normal " + "ChildrenApplied", "Normal " + "ChildrenDeleted"}
 	if got := wt.events(t, "gone"); slices.ContainsFunc(got, func(e string) bool {
 		return strings.HasPrefix(e, "Normal ") && !slices.Contains(wantNormal, e)
 	}) {
@@ -648,7 +648,7 @@ func TestIntegrationReconcilerDeletionConcurrency(t *testing.T) {
 		}
 	}
 	wt := newObservedWidgetTest(t, reconcile.Hooks[*testapi.Widget]{Cleanup: cleanupHook, Status: statusHook}, observe,
-		reconcile.WithMaxConcurrentReconciles(1), reconcile.WithDeletionConcurrency(deleting))
+		reconcile.WithControllerOptions(func(o *controller.Options) { o.MaxConcurrentReconciles = 1 }), reconcile.WithDeletionConcurrency(deleting))
 	var widgets []*testapi.Widget
 	for _, name := range []string{"blocker", "lane-0", "lane-1", "lane-2"} {
 		widgets = append(widgets, wt.create(t, name, testapi.WidgetSpec{Data: map[string]string{"k": "v"}}))
@@ -767,7 +767,7 @@ func TestIntegrationReconcilerPrunes(t *testing.T) {
 	})
 	// By default only the reconcile that pruned emits ChildrenApplied (the creations emit none). The
 	// data moved out of config; extra is pruned once config is applied and ready again.
-	wt.waitEventNotes(t, "opt", corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied, []string{
+	wt.waitEventNotes(t, "opt", corev1.EventTypeNormal, "ChildrenApplied", []string{
 		"updated ConfigMap " + wt.ns + "/opt-config; pruned ConfigMap " + wt.ns + "/opt-extra",
 	})
 	if n := metricValue(t, "convergo_child_operations_total", map[string]string{"controller": wt.name, "kind": "ConfigMap", "operation": "Deleted"}); n != 1 {

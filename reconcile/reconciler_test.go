@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -67,7 +68,7 @@ func rtReconciler(t testing.TB, opts ...ReconcilerOption) (*Reconciler[*testapi.
 	rec := events.NewFakeRecorder(100)
 	mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s}
 	r := NewReconciler(mgr, Hooks[*testapi.Widget]{Children: func(context.Context, *testapi.Widget) (*graph.Graph, error) { return graph.New(), nil }},
-		append([]ReconcilerOption{WithEventRecorder(rec)}, opts...)...)
+		append([]ReconcilerOption{withEventRecorder(rec)}, opts...)...)
 	if r.initErr != nil {
 		t.Fatal(r.initErr)
 	}
@@ -421,7 +422,7 @@ func TestNewReconcilerDefaultsAndErrors(t *testing.T) {
 	mgr := rtManager{client: fake.NewClientBuilder().WithScheme(s).Build(), scheme: s}
 	children := func(context.Context, *testapi.Widget) (*graph.Graph, error) { return nil, nil }
 
-	r := NewReconciler(mgr, Hooks[*testapi.Widget]{Children: children}, WithEventRecorder(events.NewFakeRecorder(1)))
+	r := NewReconciler(mgr, Hooks[*testapi.Widget]{Children: children}, withEventRecorder(events.NewFakeRecorder(1)))
 	if r.initErr != nil {
 		t.Fatal(r.initErr)
 	}
@@ -448,7 +449,7 @@ func TestNewReconcilerDefaultsAndErrors(t *testing.T) {
 	}
 	for name, tc := range errCases {
 		t.Run(name, func(t *testing.T) {
-			r := NewReconciler(tc.mgr, Hooks[*testapi.Widget]{Children: tc.children}, append(tc.opts, WithEventRecorder(events.NewFakeRecorder(1)))...)
+			r := NewReconciler(tc.mgr, Hooks[*testapi.Widget]{Children: tc.children}, append(tc.opts, withEventRecorder(events.NewFakeRecorder(1)))...)
 			if r.initErr == nil || !strings.Contains(r.initErr.Error(), tc.want) {
 				t.Fatalf("init error = %v, want it to contain %q", r.initErr, tc.want)
 			}
@@ -487,7 +488,7 @@ func TestReconcilerPassesOptionsOn(t *testing.T) {
 			want:    settings{Workers: 3, DeletionPlaces: 20, FieldManager: "plain"},
 		},
 		"given": {
-			opts: []ReconcilerOption{WithName("tuned"), WithMaxConcurrentReconciles(8), WithDeletionConcurrency(0),
+			opts: []ReconcilerOption{WithName("tuned"), WithControllerOptions(func(o *controller.Options) { o.MaxConcurrentReconciles = 8 }), WithDeletionConcurrency(0),
 				WithApplierOptions(apply.WithFieldManager("custom"))},
 			manager: config.Controller{MaxConcurrentReconciles: 2},
 			want:    settings{Workers: 8, DeletionPlaces: 0, FieldManager: "custom"},

@@ -32,7 +32,7 @@ import (
 const defaultPollInterval = 10 * time.Second
 
 // defaultWorkers is how many objects a Reconciler reconciles at once when neither
-// WithMaxConcurrentReconciles nor the manager's controller options say: what operators written by
+// WithControllerOptions nor the manager's controller options say: what operators written by
 // hand run (a reconcile is mostly round trips to the API server), not controller-runtime's 1.
 const defaultWorkers = 4
 
@@ -70,7 +70,6 @@ func NewReconciler[T status.Object](mgr manager.Manager, hooks Hooks[T], opts ..
 		extKinds:     cfg.externalKinds,
 		tracer:       tracerOf(cfg.tracerProvider),
 		triggers:     newTriggers(),
-		maxConc:      cfg.maxConcurrent,
 		deletionConc: cfg.deletionConcurrent,
 		watches:      cfg.watches,
 		references:   cfg.references,
@@ -176,11 +175,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	if err := r.addReferences(mgr); err != nil {
 		return fmt.Errorf("set up controller %s: %w", r.name, err)
 	}
-	opts := controller.Options{MaxConcurrentReconciles: r.maxConc}
-	for _, f := range r.ctrlOpts {
-		f(&opts)
-	}
-	r.maxConc = opts.MaxConcurrentReconciles
+	opts := r.controllerOptions()
 	others := r.concurrency(mgr)
 	opts.MaxConcurrentReconciles = others
 	if r.deletionConc > 0 {
@@ -244,12 +239,21 @@ func (r *Reconciler[T]) createInformers(mgr manager.Manager) error {
 	return nil
 }
 
+// controllerOptions returns the controller's options as WithControllerOptions set them.
+func (r *Reconciler[T]) controllerOptions() controller.Options {
+	var opts controller.Options
+	for _, f := range r.ctrlOpts {
+		f(&opts)
+	}
+	return opts
+}
+
 // concurrency returns how many objects the controller reconciles at once (besides those being
 // deleted): the Reconciler's own number, else the manager's for T's kind, else its default, else
 // defaultWorkers.
 func (r *Reconciler[T]) concurrency(mgr manager.Manager) int {
-	if r.maxConc > 0 {
-		return r.maxConc
+	if n := r.controllerOptions().MaxConcurrentReconciles; n > 0 {
+		return n
 	}
 	opts := mgr.GetControllerOptions()
 	if n := opts.GroupKindConcurrency[r.gvk.GroupKind().String()]; n > 0 {

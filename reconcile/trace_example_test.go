@@ -48,13 +48,13 @@ func ExampleWithTracerProvider() {
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "1234", Generation: 1}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(w).WithStatusSubresource(w).Build()
 
-	r := reconcile.NewReconciler(exampleManager{client: c}, reconcile.Hooks[*testapi.Widget]{
+	r := reconcile.NewReconciler(exampleManager{client: c, recorder: events.NewFakeRecorder(10)}, reconcile.Hooks[*testapi.Widget]{
 		Children: func(ctx context.Context, w *testapi.Widget) (*graph.Graph, error) {
 			g := graph.New()
 			g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 			return g, nil
 		},
-	}, reconcile.WithName("widget"), reconcile.WithOwns(&corev1.ConfigMap{}), reconcile.WithEventRecorder(events.NewFakeRecorder(10)),
+	}, reconcile.WithName("widget"), reconcile.WithOwns(&corev1.ConfigMap{}),
 		reconcile.WithTracerProvider(tp))
 	_, _ = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)})
 

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -70,16 +72,16 @@ var implementations = map[string]bench.Implementation{
 	// Not measured by default: Convergo's operator with twice its workers, to show what workers change
 	// where the time goes into waiting for the API server (-impl convergo,expert,convergo-8).
 	"convergo-8": {
-		Name: "convergo-8", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(8)), Cache: controller.CacheOptions,
-		Description: "examples/welcome with 8 workers (reconcile.WithMaxConcurrentReconciles(8))",
+		Name: "convergo-8", Setup: controller.Setup(workers(8)), Cache: controller.CacheOptions,
+		Description: "examples/welcome with 8 workers (MaxConcurrentReconciles 8 through reconcile.WithControllerOptions)",
 	},
 	// Not measured by default: Convergo's operator as shipped but with as many workers as
 	// kube-controller-manager's garbage collector (--concurrent-gc-syncs, 20 by default), which does
 	// the expert's deletions, for every Welcome (-impl convergo-20,expert,convergo).
 	"convergo-20": {
-		Name: "convergo-20", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(20)), Cache: controller.CacheOptions,
+		Name: "convergo-20", Setup: controller.Setup(workers(20)), Cache: controller.CacheOptions,
 		Install:     installFinalizerPolicy,
-		Description: "examples/welcome with 20 workers (reconcile.WithMaxConcurrentReconciles(20)), as many as the garbage collector's, besides its places for deletions",
+		Description: "examples/welcome with 20 workers (MaxConcurrentReconciles 20 through reconcile.WithControllerOptions), as many as the garbage collector's, besides its places for deletions",
 	},
 	// Not measured by default: Convergo's operator as shipped but without places of its own for the
 	// Welcomes being deleted, to show what those places change (-impl convergo,expert,convergo-shared).
@@ -91,7 +93,7 @@ var implementations = map[string]bench.Implementation{
 	// Not measured by default: Convergo's operator with controller-runtime's defaults, one worker shared
 	// by deletions, to show what the library's defaults change (-impl convergo,expert,convergo-1).
 	"convergo-1": {
-		Name: "convergo-1", Setup: controller.Setup(reconcile.WithMaxConcurrentReconciles(1), reconcile.WithDeletionConcurrency(0)), Cache: controller.CacheOptions,
+		Name: "convergo-1", Setup: controller.Setup(workers(1), reconcile.WithDeletionConcurrency(0)), Cache: controller.CacheOptions,
 		Install:     installFinalizerPolicy,
 		Description: "examples/welcome with controller-runtime's defaults: 1 worker, shared by deletions",
 	},
@@ -376,4 +378,9 @@ func installFinalizerPolicy(ctx context.Context, c client.Client, ns string) (fu
 	return harness.BindAdmissionPolicy(ctx, c, policy, ns, probe, func(o client.Object) bool {
 		return finalizer.Has(o, controller.Finalizer)
 	})
+}
+
+// workers is the Reconciler option that runs n workers.
+func workers(n int) reconcile.ReconcilerOption {
+	return reconcile.WithControllerOptions(func(o *crcontroller.Options) { o.MaxConcurrentReconciles = n })
 }

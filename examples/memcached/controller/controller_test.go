@@ -20,7 +20,6 @@ import (
 
 	"github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/memcached/controller"
-	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/optest"
@@ -97,7 +96,7 @@ func TestLifecycle(t *testing.T) {
 		mc.Status, optest.IgnoreConditions()); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	optest.WaitForEvent(t, env.Client, mc, corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
+	optest.WaitForEvent(t, env.Client, mc, corev1.EventTypeNormal, "ChildrenApplied")
 
 	// Scale up: the Deployment follows; the Memcached is Reconciling until the new pods are available
 	// (the Service, which depends on the Deployment, waits for it).
@@ -233,7 +232,7 @@ func TestGeneratedRoleIsEnough(t *testing.T) {
 	harness.WaitForObject(t, env.Client, key, mc, timeout, func(m *v1alpha1.Memcached) bool {
 		return conditionsAre(ready)(m) && slices.Equal(m.Status.Nodes, []string{"cache-0"})
 	})
-	event := optest.WaitForEvent(t, env.Client, mc, corev1.EventTypeNormal, reconcile.EventReasonChildrenApplied)
+	event := optest.WaitForEvent(t, env.Client, mc, corev1.EventTypeNormal, "ChildrenApplied")
 	if event.ReportingController != controller.Name {
 		t.Errorf("event reported by %q, want %q", event.ReportingController, controller.Name)
 	}

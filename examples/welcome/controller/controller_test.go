@@ -30,7 +30,6 @@ import (
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
 	"github.com/convergo-dev/convergo/finalizer"
-	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/optest"
@@ -440,7 +439,7 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestManyAtOnceMinimalWrites creates a dozen Welcomes at once, so that the controller's four workers
-// (reconcile.WithMaxConcurrentReconciles) reconcile several at a time while the children's events keep
+// (the library's default) reconcile several at a time while the children's events keep
 // arriving, and checks that converging them all costs exactly the job's writes: per Welcome one apply
 // per child, one finalizer patch (none with the shipped admission policy, which adds the finalizer as
 // the Welcome is created) and two status patches (Reconciling, then Ready), with no conflict
@@ -462,7 +461,7 @@ func TestManyAtOnceMinimalWrites(t *testing.T) {
 				bindFinalizerPolicy(t, env, ns)
 			}
 			counter := harness.NewRequestCounter()
-			env.StartManager(t, controller.Setup(reconcile.WithMaxConcurrentReconciles(4)), shippedCache(), harness.WithManagerConfig(counter.Wrap(env.Config)))
+			env.StartManager(t, controller.Setup(), shippedCache(), harness.WithManagerConfig(counter.Wrap(env.Config)))
 			var wg sync.WaitGroup
 			keys := make([]client.ObjectKey, n)
 			for i := range n {
