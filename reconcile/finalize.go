@@ -145,7 +145,7 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 		// still hold a child of it (a list scans every cached object of the kind: N^2 label checks
 		// over the deletion of N owners).
 		mayHold := func(gk schema.GroupKind) bool { return r.counts.mayHoldUndeclared(obj.GetUID(), gk, 0) }
-		rest, err := r.applier.DeleteOwned(ctx, obj, apply.OwnedScope{MayHold: mayHold}, typesToDelete...)
+		rest, err := seam.Of(r.applier).DeleteOwned(ctx, obj, seam.OwnedScope{MayHold: mayHold}, typesToDelete...)
 		return ownedResult(res.Deleted, rest), err
 	}
 	return graph.DeleteByMarks(ctx, r.applier, obj, typesToDelete, r.extKinds...)
@@ -153,7 +153,7 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 
 // ownedResult is the result of a deletion pass that deleted (in graph order) what deleted lists, then
 // what DeleteOwned reported in rest.
-func ownedResult(deleted []graph.ChildResult, rest *apply.OwnedDeletion) *graph.DeleteResult {
+func ownedResult(deleted []graph.ChildResult, rest *seam.OwnedDeletion) *graph.DeleteResult {
 	res := &graph.DeleteResult{Done: rest.Done, Deleted: deleted, Waiting: rest.Waiting}
 	for _, obj := range rest.Deleted {
 		res.Deleted = append(res.Deleted, graph.ChildResult{Object: obj, Operation: apply.OperationDeleted})

@@ -478,12 +478,13 @@ func failureReason(err error) string {
 	var (
 		orphan *apply.OrphanError
 		owned  *ownership.AlreadyOwnedError
+		ne     *graph.NodeError
 	)
 	if errors.As(err, &orphan) || errors.As(err, &owned) || errors.Is(err, graph.ErrNotOwned) {
 		return ReasonNotOwned
 	}
-	switch ne := graph.FirstNodeError(err); {
-	case ne == nil:
+	switch {
+	case !errors.As(err, &ne):
 		return ReasonReconcileError
 	case ne.Step == graph.StepObserve:
 		return ReasonObserveFailed

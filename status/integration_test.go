@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/internal/testapi"
@@ -75,7 +76,7 @@ func TestIntegrationConflictKeepsOtherWritersCondition(t *testing.T) {
 	counter.Reset()
 	status.MarkReady(ours, "Succeeded", "all children ready")
 	ours.Status.ReadyChildren = 2
-	wrote, err := status.NewPatcher(c, status.WithBackoff(time.Millisecond)).Patch(ctx, ours, before)
+	wrote, err := status.NewPatcher(c, status.WithRetry(wait.Backoff{Duration: time.Millisecond, Factor: 2, Steps: 6})).Patch(ctx, ours, before)
 	if err != nil || !wrote {
 		t.Fatalf("Patch = %v, %v; want true, nil", wrote, err)
 	}
@@ -206,7 +207,7 @@ func TestIntegrationConcurrentWriters(t *testing.T) {
 	errs := make(chan error, writers*rounds)
 	for i := range writers {
 		wg.Go(func() {
-			p := status.NewPatcher(env.Client, status.WithMaxRetries(50), status.WithBackoff(time.Millisecond))
+			p := status.NewPatcher(env.Client, status.WithRetry(wait.Backoff{Duration: time.Millisecond, Factor: 2, Steps: 51}))
 			for r := range rounds {
 				obj := &testapi.Widget{}
 				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), obj); err != nil {

@@ -31,8 +31,7 @@ import (
 type Patcher struct {
 	client       client.Client
 	reader       client.Reader
-	maxRetries   int
-	backoff      time.Duration
+	retry        wait.Backoff
 	fieldManager string
 }
 
@@ -41,8 +40,7 @@ type Option func(*config)
 
 type config struct {
 	reader       client.Reader
-	maxRetries   int
-	backoff      time.Duration
+	retry        wait.Backoff
 	fieldManager string
 }
 
@@ -51,11 +49,10 @@ type config struct {
 // rather than from a cache that may lag behind the write that caused the conflict.
 func WithAPIReader(r client.Reader) Option { return func(c *config) { c.reader = r } }
 
-// WithMaxRetries sets how many times a conflicting patch is retried on a fresh copy. Default 5.
-func WithMaxRetries(n int) Option { return func(c *config) { c.maxRetries = max(n, 0) } }
-
-// WithBackoff sets the delay before the first retry; it doubles on each further retry. Default 10ms.
-func WithBackoff(d time.Duration) Option { return func(c *config) { c.backoff = max(d, 0) } }
+// WithRetry sets how a patch answered 409 Conflict is retried on a fresh copy: b.Steps attempts in
+// all, the first at once, then after b.Duration, growing by b.Factor (apimachinery's wait.Backoff).
+// Default: 6 attempts, 10ms doubling (retry.DefaultRetry's shape, with one more step).
+func WithRetry(b wait.Backoff) Option { return func(c *config) { c.retry = b } }
 
 // WithFieldManager sets the field manager recorded for the patches (as apply.WithFieldManager does for
 // applies). Default: none, so the client's own (client.WithFieldOwner) or the one the server derives
@@ -64,11 +61,11 @@ func WithFieldManager(name string) Option { return func(c *config) { c.fieldMana
 
 // NewPatcher returns a Patcher that writes through c.
 func NewPatcher(c client.Client, opts ...Option) *Patcher {
-	cfg := config{reader: c, maxRetries: 5, backoff: 10 * time.Millisecond}
+	cfg := config{reader: c, retry: wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Steps: 6}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Patcher{client: c, reader: cfg.reader, maxRetries: cfg.maxRetries, backoff: cfg.backoff, fieldManager: cfg.fieldManager}
+	return &Patcher{client: c, reader: cfg.reader, retry: cfg.retry, fieldManager: cfg.fieldManager}
 }
 
 // Patch writes obj's status if it differs from before, a deep copy of obj taken before the status was
@@ -77,8 +74,8 @@ func NewPatcher(c client.Client, opts ...Option) *Patcher {
 //
 // The patch carries obj's resourceVersion. If the server answers 409 Conflict, Patch re-reads the object,
 // re-applies only the changes between before and obj (conditions added, changed or removed by type, and
-// other status fields) onto the fresh copy, and retries with the fresh resourceVersion, up to the
-// configured number of retries. Conditions that only others changed are kept as the server has them.
+// other status fields) onto the fresh copy, and retries with the fresh resourceVersion, as
+// WithRetry says. Conditions that only others changed are kept as the server has them.
 //
 // On success obj is replaced by the server's answer (or by the fresh copy when the retry found nothing
 // left to write, in which case Patch returns false). Patch reports whether it wrote.
@@ -105,9 +102,8 @@ func (p *Patcher) Patch(ctx context.Context, obj, before client.Object) (bool, e
 		attempts int
 		lastErr  error
 	)
-	// The first attempt goes at once; after a conflict, wait (backoff, doubling), re-read, rebuild.
-	steps := wait.Backoff{Duration: p.backoff, Factor: 2, Steps: p.maxRetries + 1}
-	err = wait.ExponentialBackoffWithContext(ctx, steps, func(ctx context.Context) (bool, error) {
+	// The first attempt goes at once; after a conflict, wait (the backoff), re-read, rebuild.
+	err = wait.ExponentialBackoffWithContext(ctx, p.retry, func(ctx context.Context) (bool, error) {
 		if attempts > 0 {
 			fresh := kobj.NewLike(obj)
 			if err := p.reader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {

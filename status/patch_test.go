@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -196,7 +197,7 @@ func TestPatcherRetriesConflictKeepingOthersConditions(t *testing.T) {
 	before := w.DeepCopy()
 	MarkReady(w, "Succeeded", "done")
 	w.Status.ReadyChildren = 3
-	wrote, err := NewPatcher(cl, WithBackoff(0)).Patch(ctx, w, before)
+	wrote, err := NewPatcher(cl, WithRetry(wait.Backoff{Duration: 0, Factor: 2, Steps: 6})).Patch(ctx, w, before)
 	if err != nil || !wrote {
 		t.Fatalf("Patch = %v, %v; want true, nil", wrote, err)
 	}
@@ -238,7 +239,7 @@ func TestPatcherGivesUpAfterMaxRetries(t *testing.T) {
 	}
 	before := w.DeepCopy()
 	w.Status.Summary = "x"
-	_, err := NewPatcher(cl, WithMaxRetries(2), WithBackoff(0)).Patch(t.Context(), w, before)
+	_, err := NewPatcher(cl, WithRetry(wait.Backoff{Duration: 0, Factor: 2, Steps: 2 + 1})).Patch(t.Context(), w, before)
 	if !apierrors.IsConflict(err) {
 		t.Errorf("err = %v, want a conflict", err)
 	}
@@ -265,7 +266,7 @@ func TestPatcherRetryWithNothingLeftToWrite(t *testing.T) {
 	}
 	before := w.DeepCopy()
 	w.Status.Summary = "same"
-	wrote, err := NewPatcher(cl, WithBackoff(0)).Patch(ctx, w, before)
+	wrote, err := NewPatcher(cl, WithRetry(wait.Backoff{Duration: 0, Factor: 2, Steps: 6})).Patch(ctx, w, before)
 	if err != nil || wrote {
 		t.Fatalf("Patch = %v, %v; want false, nil", wrote, err)
 	}
@@ -291,7 +292,7 @@ func TestPatcherUnstructured(t *testing.T) {
 	if err := unstructured.SetNestedField(u.Object, "hello", "status", "summary"); err != nil {
 		t.Fatal(err)
 	}
-	wrote, err := NewPatcher(cl, WithBackoff(0)).Patch(ctx, u, before)
+	wrote, err := NewPatcher(cl, WithRetry(wait.Backoff{Duration: 0, Factor: 2, Steps: 6})).Patch(ctx, u, before)
 	if err != nil || !wrote {
 		t.Fatalf("Patch = %v, %v; want true, nil", wrote, err)
 	}

@@ -155,7 +155,7 @@ func NewApplier(c client.Client, apiReader client.Reader, opts ...Option) *Appli
 		o(&cfg)
 	}
 	if apiReader == nil {
-		panic(ErrNilAPIReader)
+		panic(errNilAPIReader)
 	}
 	a := &Applier{client: c, scheme: c.Scheme(), cfg: cfg, reader: apiReader, known: newKnowledge(), readsCache: sameReader(c, apiReader)}
 	seam.Set(&a.hook, writes{a})
@@ -506,8 +506,8 @@ func (a *Applier) mayWrite() error {
 	return a.cfg.guard()
 }
 
-// ErrNilAPIReader is what NewApplier panics with when it is given no API reader.
-var ErrNilAPIReader = errors.New("apply.NewApplier: the API reader is nil; pass mgr.GetAPIReader() " +
+// errNilAPIReader is what NewApplier panics with when it is given no API reader.
+var errNilAPIReader = errors.New("apply.NewApplier: the API reader is nil; pass mgr.GetAPIReader() " +
 	"(or, for a client without a cache, the client itself: NewApplier(c, c))")
 
 // sameReader reports whether r is (or may be) c, which then reads wherever c does (a cache, in an

@@ -677,7 +677,7 @@ func TestNewApplierRefusesNilReader(t *testing.T) {
 		reader    client.Reader
 		wantPanic error
 	}{
-		"nil":           {reader: nil, wantPanic: ErrNilAPIReader},
+		"nil":           {reader: nil, wantPanic: errNilAPIReader},
 		"the client":    {reader: c},
 		"an API reader": {reader: applytest.NewFake(t, nil)},
 	}

@@ -16,7 +16,7 @@
 //		Spec:       appsv1.DeploymentSpec{ /* only what you mean */ },
 //	})
 //
-// Delete, Prune and DeleteOwned remove children with a UID precondition, each as its
+// Delete and Prune remove children with a UID precondition, each as its
 // DeletionPolicyAnnotation says: background or foreground propagation, or, for a kept child, a release
 // that leaves nothing of the owner on it. Package graph orders them; package reconcile composes both.
 package apply

@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"context"
+
 	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,11 +13,11 @@ import (
 // hook is seam.Hook under a name that does not export the embedded field.
 type hook = seam.Hook
 
-// writes is the Applier's seam.Writes: what packages graph and reconcile ask of it beyond its public
+// writes is the Applier's seam.Applier: what packages graph and reconcile ask of it beyond its public
 // methods (see package seam for each method's contract).
 type writes struct{ a *Applier }
 
-var _ seam.Writes = writes{}
+var _ seam.Applier = writes{}
 
 func (w writes) RememberWrite(gk schema.GroupKind, rvBefore string, obj client.Object) {
 	w.a.known.wrote(idOf(gk, obj), "", nil, rvBefore, obj, "", true)
@@ -39,3 +41,7 @@ func (w writes) Unseen(owner, desired client.Object) bool {
 func (w writes) Observer(gk schema.GroupKind) handler.EventHandler { return w.a.known.observer(gk) }
 
 func (w writes) MayWrite() error { return w.a.mayWrite() }
+
+func (w writes) DeleteOwned(ctx context.Context, owner client.Object, scope seam.OwnedScope, types ...client.Object) (*seam.OwnedDeletion, error) {
+	return w.a.deleteOwned(ctx, owner, scope, types...)
+}

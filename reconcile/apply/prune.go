@@ -13,6 +13,7 @@ import (
 
 	"github.com/convergo-dev/convergo/internal/kobj"
 	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
 // Prune deletes the children of owner that are no longer declared: objects of the given types that
@@ -88,39 +89,12 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, declaredObjs [
 	return deleted, nil
 }
 
-// OwnedDeletion is what one DeleteOwned pass did.
-type OwnedDeletion struct {
-	// Done is true when none of the children exists any more.
-	Done bool
-	// Deleted lists the children whose deletion this pass sent, as read before the deletion.
-	Deleted []client.Object
-	// Waiting lists the children that still exist, "Kind ns/name", in the order of the types and then
-	// of the list.
-	Waiting []string
-}
-
-// OwnedScope says where DeleteOwned looks for an owner's children and in which order it deletes them.
-// The zero OwnedScope lists every kind through the cache and deletes every child at once.
-type OwnedScope struct {
-	// MayHold, when not nil, says which kinds the cache may hold a child of: only those are listed
-	// (the children of the other kinds this Applier wrote or deleted and the cache has not confirmed
-	// are still read from the API server).
-	MayHold func(schema.GroupKind) bool
-	// FromAPIServer lists through the API reader instead of the cache (one LIST per kind): what it
-	// does not list is gone, whatever the cache shows or misses, even right after a restart.
-	FromAPIServer bool
-	// Order, when not nil, is given every child that still exists and says for each whether its
-	// deletion is due now (due[i] for children[i]); the others wait for a later pass. Package graph
-	// orders children by the node marks each carries (graph.DeleteByMarks).
-	Order func(children []client.Object) (due []bool)
-}
-
-// DeleteOwned deletes every child of owner of the given types (found by owner's tracking label) and
+// deleteOwned deletes every child of owner of the given types (found by owner's tracking label) and
 // reports which children this call deleted, which still exist and whether none is left; scope says
 // where it looks and in which order it deletes. Use it during deletion for kinds the graph no longer
 // declares, or when the graph cannot be built (graph.DeleteByMarks).
 //
-// Children are found by their tracking label in the cache (or the API server, see OwnedScope), and,
+// Children are found by their tracking label in the cache (or the API server, see seam.OwnedScope), and,
 // since the cache may not show a child
 // written moments ago, among the children of these types the Applier wrote or deleted and the cache has
 // not confirmed: those are read from the API server. Each goes as its DeletionPolicyAnnotation says
@@ -128,8 +102,8 @@ type OwnedScope struct {
 // background or foreground propagation, or, when kept, released and then counted as gone. A child
 // counts as gone only when the API server said so or the cache saw the UID we deleted go; each DELETE
 // or release is sent once. On error the result holds what was done before it.
-func (a *Applier) DeleteOwned(ctx context.Context, owner client.Object, scope OwnedScope, types ...client.Object) (*OwnedDeletion, error) {
-	res := &OwnedDeletion{}
+func (a *Applier) deleteOwned(ctx context.Context, owner client.Object, scope seam.OwnedScope, types ...client.Object) (*seam.OwnedDeletion, error) {
+	res := &seam.OwnedDeletion{}
 	children, err := a.ownedChildren(ctx, owner, scope, types)
 	if err != nil {
 		return res, err
@@ -177,7 +151,7 @@ type ownedChild struct {
 // those the cache (or the API server) lists with owner's tracking label (read from the API server when
 // the cache has not shown the Applier's last write of them), and those of these types the Applier
 // wrote or deleted and the list did not show, read from the API server.
-func (a *Applier) ownedChildren(ctx context.Context, owner client.Object, scope OwnedScope, types []client.Object) ([]ownedChild, error) {
+func (a *Applier) ownedChildren(ctx context.Context, owner client.Object, scope seam.OwnedScope, types []client.Object) ([]ownedChild, error) {
 	mayHold, reader := scope.MayHold, client.Reader(a.client)
 	if scope.FromAPIServer {
 		mayHold, reader = nil, a.reader

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
 // DeleteByMarks deletes what owner holds when its Graph cannot be built (an invalid spec, a
@@ -38,7 +39,7 @@ func DeleteByMarks(ctx context.Context, a *apply.Applier, owner client.Object, t
 		due = dueByMarks(markedChildren(live), markedExternals(externals))
 		return due[:len(live)]
 	}
-	owned, err := a.DeleteOwned(ctx, owner, apply.OwnedScope{FromAPIServer: true, Order: order}, types...)
+	owned, err := seam.Of(a).DeleteOwned(ctx, owner, seam.OwnedScope{FromAPIServer: true, Order: order}, types...)
 	res := &DeleteResult{Waiting: owned.Waiting}
 	for _, obj := range owned.Deleted {
 		res.Deleted = append(res.Deleted, ChildResult{Name: obj.GetAnnotations()[NodeAnnotation], Object: obj, Operation: apply.OperationDeleted})

@@ -12,14 +12,15 @@ import (
 	"github.com/convergo-dev/convergo/reconcile/apply"
 )
 
-// DeleteResult is what one deletion pass did: Graph.Delete or Applier.DeleteOwned.
+// DeleteResult is what one deletion pass did: Graph.Delete, DeleteByMarks, or the Reconciler's sweep
+// of the children of kinds the graph does not declare.
 type DeleteResult struct {
 	// Done is true when none of the children exists any more.
 	Done bool
 	// Deleted lists, in reverse topological order, the children whose deletion this pass sent: Operation is
 	// apply.OperationDeleted and Object the live object as read before the deletion. A child already being
 	// deleted (or found gone by the API server) is not listed. Name is the child's name in the graph,
-	// empty for a child found by its tracking label only (DeleteOwned).
+	// empty for a child found by its tracking label only (the sweep).
 	Deleted []ChildResult
 	// Waiting lists the children that still exist, "name: Kind ns/name" ("Kind ns/name" without a
 	// graph name): for a graph only those whose deletion was due, which hold back the children they

@@ -23,6 +23,7 @@ import (
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/internal/applytest"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
 // TestNodeDeletionChoices: the Node methods record the choice as the object's annotation (last call
@@ -233,7 +234,7 @@ func TestGraphDeleteHonoursDeletionChoices(t *testing.T) {
 		t.Errorf("another pass sent %d writes, want none", log.writes.N)
 	}
 	// The released children stay released: the owner's DeleteOwned sweep does not find them.
-	if res, err := a.DeleteOwned(t.Context(), app, apply.OwnedScope{}, &corev1.ConfigMap{}); err != nil || !res.Done || log.writes.N != 0 {
+	if res, err := seam.Of(a).DeleteOwned(t.Context(), app, seam.OwnedScope{}, &corev1.ConfigMap{}); err != nil || !res.Done || log.writes.N != 0 {
 		t.Errorf("DeleteOwned after release: %v, %v, %d writes; want done, no write", res, err, log.writes.N)
 	}
 }
@@ -293,7 +294,7 @@ func TestPruneHonoursDeletionChoices(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.reset()
-	res, err := a.DeleteOwned(t.Context(), app, apply.OwnedScope{}, &corev1.ConfigMap{})
+	res, err := seam.Of(a).DeleteOwned(t.Context(), app, seam.OwnedScope{}, &corev1.ConfigMap{})
 	if err != nil || childState(t, c, "data2", app) != "released" || log.deletes["data2"] != "" {
 		t.Errorf("DeleteOwned: %v, %v; data2 %s, deletes %v; want released, not deleted", res, err, childState(t, c, "data2", app), log.deletes)
 	}

@@ -126,9 +126,9 @@ type Observation struct {
 	Reason string
 }
 
-// DefaultObserveInterval is how often an external node is observed again, by default, once it holds
+// defaultObserveInterval is how often an external node is observed again, by default, once it holds
 // its intent (see Node.ObserveEvery).
-const DefaultObserveInterval = time.Minute
+const defaultObserveInterval = time.Minute
 
 // notReadyObserveInterval bounds how long a node that is not ready yet waits to be observed again.
 const notReadyObserveInterval = 10 * time.Second
@@ -210,7 +210,7 @@ func opsOf[S any](ext External[S], want S) externalOps {
 //	graph.AddExternal(g, "database", databases, "app", DatabaseSpec{Owner: "app"}).DependsOn("role")
 func AddExternal[S any](g *Graph, name string, ext External[S], id string, want S) *Node {
 	n := g.Add(name, nil)
-	n.ext = &externalNode{id: id, interval: DefaultObserveInterval}
+	n.ext = &externalNode{id: id, interval: defaultObserveInterval}
 	if ext != nil {
 		n.ext.ops = opsOf(ext, want)
 	}
@@ -230,7 +230,7 @@ func WithExternalKinds[S any](kinds ...External[S]) Option {
 }
 
 // ObserveEvery sets how often the external node is observed again once it holds its intent (default
-// DefaultObserveInterval); a node that is not ready yet is observed again sooner, after at most 10s.
+// one minute); a node that is not ready yet is observed again sooner, after at most 10s.
 // It does nothing on a cluster child, whose changes come as watch events.
 func (n *Node) ObserveEvery(d time.Duration) *Node {
 	if n.ext != nil && d > 0 {

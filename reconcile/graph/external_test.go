@@ -194,8 +194,8 @@ func TestExternalNodeCreatesRecordsFirstAndConverges(t *testing.T) {
 	if !res.Ready || res.Child("db").Operation != apply.OperationCreated || res.Child("config").Operation != apply.OperationCreated {
 		t.Errorf("first apply: ready %v, db %q, config %q", res.Ready, res.Child("db").Operation, res.Child("config").Operation)
 	}
-	if res.ObserveAgain != DefaultObserveInterval {
-		t.Errorf("ObserveAgain = %v, want %v", res.ObserveAgain, DefaultObserveInterval)
+	if res.ObserveAgain != defaultObserveInterval {
+		t.Errorf("ObserveAgain = %v, want %v", res.ObserveAgain, defaultObserveInterval)
 	}
 
 	// Converged: one observe, no write to either system.

@@ -23,6 +23,7 @@ import (
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/internal/applytest"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
 // Unit tests of the graph walk with the fake client; the integration tests repeat the essentials
@@ -401,11 +402,11 @@ func TestPruneAndDeleteOwned(t *testing.T) {
 		t.Errorf("left after prune (-want +got):\n%s", diff)
 	}
 
-	done, err := ownedDeleted(a.DeleteOwned(t.Context(), app, apply.OwnedScope{}, &corev1.ConfigMap{}, &corev1.Secret{}))
+	done, err := ownedDeleted(seam.Of(a).DeleteOwned(t.Context(), app, seam.OwnedScope{}, &corev1.ConfigMap{}, &corev1.Secret{}))
 	if err != nil || done {
 		t.Fatalf("DeleteOwned = %v, %v; want not done on the first call", done, err)
 	}
-	done, err = ownedDeleted(a.DeleteOwned(t.Context(), app, apply.OwnedScope{}, &corev1.ConfigMap{}, &corev1.Secret{}))
+	done, err = ownedDeleted(seam.Of(a).DeleteOwned(t.Context(), app, seam.OwnedScope{}, &corev1.ConfigMap{}, &corev1.Secret{}))
 	if err != nil || !done {
 		t.Fatalf("DeleteOwned = %v, %v; want done", done, err)
 	}
@@ -505,7 +506,7 @@ func TestDeleteOwnedReports(t *testing.T) {
 	}
 	var got []deleteSummary
 	for range 2 {
-		res, err := a.DeleteOwned(t.Context(), app, apply.OwnedScope{}, &corev1.ConfigMap{}, &corev1.Secret{})
+		res, err := seam.Of(a).DeleteOwned(t.Context(), app, seam.OwnedScope{}, &corev1.ConfigMap{}, &corev1.Secret{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -530,12 +531,12 @@ func deleted(res *DeleteResult, err error) (bool, error) {
 }
 
 // ownedDeleted reports whether a DeleteOwned pass is done.
-func ownedDeleted(res *apply.OwnedDeletion, err error) (bool, error) {
+func ownedDeleted(res *seam.OwnedDeletion, err error) (bool, error) {
 	return err == nil && res != nil && res.Done, err
 }
 
 // asDeleteResult is res in a graph's DeleteResult form (no graph names).
-func asDeleteResult(res *apply.OwnedDeletion) *DeleteResult {
+func asDeleteResult(res *seam.OwnedDeletion) *DeleteResult {
 	out := &DeleteResult{Done: res.Done, Waiting: res.Waiting}
 	for _, obj := range res.Deleted {
 		out.Deleted = append(out.Deleted, ChildResult{Object: obj, Operation: apply.OperationDeleted})
@@ -647,7 +648,7 @@ func TestDeleteOwnedListsOnlyWhatMayHold(t *testing.T) {
 			if err := c.Create(t.Context(), left); err != nil {
 				t.Fatal(err)
 			}
-			res, err := a.DeleteOwned(t.Context(), app, apply.OwnedScope{MayHold: tc.mayHold}, &corev1.ConfigMap{}, &corev1.Secret{})
+			res, err := seam.Of(a).DeleteOwned(t.Context(), app, seam.OwnedScope{MayHold: tc.mayHold}, &corev1.ConfigMap{}, &corev1.Secret{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,5 @@
 package graph
 
-import "errors"
-
 // The steps a NodeError names.
 const (
 	// StepObserve: reading an external object (External.Observe).
@@ -30,13 +28,4 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // nodeError wraps err, already naming the node, as the error of node's step.
 func nodeError(node, step string, err error) error {
 	return &NodeError{Node: node, Step: step, Err: err}
-}
-
-// FirstNodeError returns the first NodeError in err's tree (errors.Join included), or nil.
-func FirstNodeError(err error) *NodeError {
-	var ne *NodeError
-	if errors.As(err, &ne) {
-		return ne
-	}
-	return nil
 }

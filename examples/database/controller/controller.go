@@ -44,8 +44,8 @@ type Server struct {
 	Port int
 	// SSLMode is the sslmode of the URI in the Secrets; default "prefer".
 	SSLMode string
-	// Interval is how often each Database's objects are observed again for drift; default
-	// graph.DefaultObserveInterval (one minute).
+	// Interval is how often each Database's objects are observed again for drift; default one minute
+	// (graph.Node.ObserveEvery's).
 	Interval time.Duration
 }
 
@@ -65,7 +65,6 @@ func Setup(server Server) func(ctrl.Manager) error {
 		if server.Pool == nil {
 			return fmt.Errorf("set up database controller: Server.Pool is nil: connect with pgxpool.New first")
 		}
-		server.Interval = cmp.Or(server.Interval, graph.DefaultObserveInterval)
 		server.SSLMode = cmp.Or(server.SSLMode, "prefer")
 		var kinds cache.Options
 		CacheOptions(&kinds)
