@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/convergo-dev/convergo/internal/kobj"
 )
@@ -24,13 +25,6 @@ const maxAttempts = 6
 
 // backoff is the delay before the first retry; it doubles on each further retry.
 const backoff = 10 * time.Millisecond
-
-// Cleanup releases what an object holds outside its owned children. It reports done=false while work is
-// still in progress (Finalize then keeps the finalizer and the caller looks again later).
-type Cleanup func(ctx context.Context) (done bool, err error)
-
-// Has reports whether obj lists the finalizer name.
-func Has(obj client.Object, name string) bool { return slices.Contains(obj.GetFinalizers(), name) }
 
 // Option configures Ensure, Remove and Finalize.
 type Option func(*config)
@@ -128,14 +122,16 @@ func Remove(ctx context.Context, c client.Client, obj client.Object, name string
 	return removed, nil
 }
 
-// Finalize runs cleanup and removes the finalizer name only once cleanup reports done. It is meant for an
+// Finalize runs cleanup and removes the finalizer name only once cleanup reports done. cleanup
+// releases what the object holds outside its owned children; it reports done=false while work is still
+// in progress (Finalize then keeps the finalizer and the caller looks again later). It is meant for an
 // object being deleted and is idempotent: when obj no longer lists name, cleanup already finished and
 // Finalize returns done without running it again. A nil cleanup counts as done.
 //
 // It returns done=true once the finalizer is gone. When cleanup fails or is not done yet, the finalizer
 // stays and Finalize returns done=false (with cleanup's error, if any).
-func Finalize(ctx context.Context, c client.Client, obj client.Object, name string, cleanup Cleanup, opts ...Option) (done bool, err error) {
-	if !Has(obj, name) {
+func Finalize(ctx context.Context, c client.Client, obj client.Object, name string, cleanup func(ctx context.Context) (done bool, err error), opts ...Option) (done bool, err error) {
+	if !controllerutil.ContainsFinalizer(obj, name) {
 		return true, nil
 	}
 	if cleanup != nil {

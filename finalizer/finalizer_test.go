@@ -237,10 +237,10 @@ func TestFinalize(t *testing.T) {
 			c := log.client(t, configMap(tc.finalizers...))
 			obj := configMap(tc.finalizers...)
 			calls := 0
-			cleanup := Cleanup(func(context.Context) (bool, error) {
+			cleanup := func(context.Context) (bool, error) {
 				calls++
 				return tc.cleanupDone, tc.cleanupErr
-			})
+			}
 			if tc.nilCleanup {
 				cleanup = nil
 			}

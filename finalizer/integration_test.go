@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/testing/harness"
@@ -295,7 +296,7 @@ func TestIntegrationAdmissionPolicyAddsTheFinalizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.BindAdmissionPolicy(t, policy, ns, &corev1.ConfigMap{}, func(o client.Object) bool {
-		return finalizer.Has(o, ours)
+		return controllerutil.ContainsFinalizer(o, ours)
 	}, time.Minute)
 
 	cases := map[string]struct {

@@ -48,10 +48,10 @@ func ExampleTrack() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(role.Labels[ownership.OwnerUIDLabel], role.Labels[ownership.OwnerKindLabel])
+	fmt.Println(role.Labels[ownership.OwnerUIDLabel])
 	owner, ok := ownership.TrackedOwner(role)
 	fmt.Println(ok, owner)
 	// Output:
-	// uid-web Deployment
+	// uid-web
 	// true Deployment.apps shop/web (uid uid-web)
 }

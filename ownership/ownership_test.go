@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -155,11 +156,11 @@ func TestTrack(t *testing.T) {
 	if err := Track(owner, role, s); err != nil {
 		t.Fatal(err)
 	}
-	wantLabels := map[string]string{"keep": "me", OwnerUIDLabel: "uid-a", OwnerKindLabel: "Deployment", OwnerGroupLabel: "apps"}
+	wantLabels := map[string]string{"keep": "me", OwnerUIDLabel: "uid-a", marks.OwnerKind: "Deployment", marks.OwnerGroup: "apps"}
 	if diff := cmp.Diff(wantLabels, role.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	wantAnns := map[string]string{OwnerNameAnnotation: "a", OwnerNamespaceAnnotation: "ns"}
+	wantAnns := map[string]string{marks.OwnerName: "a", marks.OwnerNamespace: "ns"}
 	if diff := cmp.Diff(wantAnns, role.Annotations); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
 	}
@@ -180,14 +181,14 @@ func TestTrack(t *testing.T) {
 	// A core-group, cluster-scoped owner: no group label, no namespace annotation.
 	nsOwner := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "uid-team"}}
 	c := child("team")
-	c.Annotations = map[string]string{OwnerNamespaceAnnotation: "stale"}
+	c.Annotations = map[string]string{marks.OwnerNamespace: "stale"}
 	if err := Track(nsOwner, c, s); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.Labels[OwnerGroupLabel]; ok {
+	if _, ok := c.Labels[marks.OwnerGroup]; ok {
 		t.Errorf("core owner got a group label: %v", c.Labels)
 	}
-	if _, ok := c.Annotations[OwnerNamespaceAnnotation]; ok {
+	if _, ok := c.Annotations[marks.OwnerNamespace]; ok {
 		t.Errorf("cluster-scoped owner left a namespace annotation: %v", c.Annotations)
 	}
 	if err := Track(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, c, s); err == nil {

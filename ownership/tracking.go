@@ -6,6 +6,8 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/convergo-dev/convergo/internal/marks"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,22 +19,11 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Tracking labels and annotations. Every child Convergo applies carries OwnerUIDLabel, whether or not
-// it also has an owner reference: pruning finds children by it, and EnqueueTrackedOwner maps events
-// of children back to their owner. The other four name the owner on children whose owner references
-// cannot (see Track).
-const (
-	// OwnerUIDLabel holds the owner's UID. It selects an owner's children.
-	OwnerUIDLabel = "convergo.dev/owner-uid"
-	// OwnerKindLabel holds the owner's kind.
-	OwnerKindLabel = "convergo.dev/owner-kind"
-	// OwnerGroupLabel holds the owner's API group; absent for the core group.
-	OwnerGroupLabel = "convergo.dev/owner-group"
-	// OwnerNameAnnotation holds the owner's name.
-	OwnerNameAnnotation = "convergo.dev/owner-name"
-	// OwnerNamespaceAnnotation holds the owner's namespace; absent for cluster-scoped owners.
-	OwnerNamespaceAnnotation = "convergo.dev/owner-namespace"
-)
+// OwnerUIDLabel holds, on every child Convergo applies, whether or not it also has an owner
+// reference, its owner's UID: it selects an owner's children (pruning finds them by it, and
+// EnqueueTrackedOwner maps their events back to their owner). Track adds four more marks that name
+// the owner on children whose owner references cannot.
+const OwnerUIDLabel = marks.OwnerUID
 
 // TrackingLabels returns the labels that select owner's tracked children, for use with
 // client.MatchingLabels. It is a subset of what Track sets.
@@ -58,7 +49,7 @@ func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 		return fmt.Errorf("track %s: owner %s has no UID: read it from the API server first", child.GetName(), ref)
 	}
 	named := ref.Namespace != "" && ref.Namespace == child.GetNamespace() && referenceWith(child, ref.UID) != nil
-	values := []struct{ key, value string }{{OwnerUIDLabel, string(ref.UID)}, {OwnerKindLabel, ref.Kind}, {OwnerGroupLabel, ref.Group}}
+	values := []struct{ key, value string }{{OwnerUIDLabel, string(ref.UID)}, {marks.OwnerKind, ref.Kind}, {marks.OwnerGroup, ref.Group}}
 	if named {
 		values = values[:1]
 	}
@@ -70,8 +61,8 @@ func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 	// New maps: the child's may be shared with other objects (a selector, say).
 	labels := make(map[string]string, len(child.GetLabels())+len(values))
 	maps.Copy(labels, child.GetLabels())
-	delete(labels, OwnerKindLabel)
-	delete(labels, OwnerGroupLabel)
+	delete(labels, marks.OwnerKind)
+	delete(labels, marks.OwnerGroup)
 	for _, l := range values {
 		if l.value != "" { // no group label for the core group
 			labels[l.key] = l.value
@@ -80,12 +71,12 @@ func Track(owner, child client.Object, scheme *runtime.Scheme) error {
 	child.SetLabels(labels)
 	annotations := make(map[string]string, len(child.GetAnnotations())+2)
 	maps.Copy(annotations, child.GetAnnotations())
-	delete(annotations, OwnerNameAnnotation)
-	delete(annotations, OwnerNamespaceAnnotation)
+	delete(annotations, marks.OwnerName)
+	delete(annotations, marks.OwnerNamespace)
 	if !named {
-		annotations[OwnerNameAnnotation] = ref.Name
+		annotations[marks.OwnerName] = ref.Name
 		if ref.Namespace != "" {
-			annotations[OwnerNamespaceAnnotation] = ref.Namespace
+			annotations[marks.OwnerNamespace] = ref.Namespace
 		}
 	}
 	if len(annotations) == 0 {
@@ -141,7 +132,7 @@ func TrackedOwner(child client.Object) (Reference, bool) {
 		return Reference{}, false
 	}
 	annotations := child.GetAnnotations()
-	kind, name := labels[OwnerKindLabel], annotations[OwnerNameAnnotation]
+	kind, name := labels[marks.OwnerKind], annotations[marks.OwnerName]
 	if kind == "" && name == "" && child.GetNamespace() != "" {
 		ref := referenceWith(child, types.UID(uid))
 		if ref == nil {
@@ -157,9 +148,9 @@ func TrackedOwner(child client.Object) (Reference, bool) {
 		return Reference{}, false
 	}
 	return Reference{
-		Group:     labels[OwnerGroupLabel],
+		Group:     labels[marks.OwnerGroup],
 		Kind:      kind,
-		Namespace: annotations[OwnerNamespaceAnnotation],
+		Namespace: annotations[marks.OwnerNamespace],
 		Name:      name,
 		UID:       types.UID(uid),
 	}, true

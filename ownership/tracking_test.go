@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,7 +76,7 @@ func TestTrackInvalidLabelValue(t *testing.T) {
 	if err == nil {
 		t.Fatal("Track by an owner whose group is 72 characters long succeeded")
 	}
-	for _, want := range []string{OwnerGroupLabel, "63"} {
+	for _, want := range []string{marks.OwnerGroup, "63"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -101,7 +102,7 @@ func TestTrackLeavesSharedMaps(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"note": "kept"}, annotations); diff != "" {
 		t.Errorf("shared annotations map after Track (-want +got):\n%s", diff)
 	}
-	want := map[string]string{"app": "web", OwnerUIDLabel: "uid-a", OwnerKindLabel: "Deployment", OwnerGroupLabel: "apps"}
+	want := map[string]string{"app": "web", OwnerUIDLabel: "uid-a", marks.OwnerKind: "Deployment", marks.OwnerGroup: "apps"}
 	if diff := cmp.Diff(want, c.Labels); diff != "" {
 		t.Errorf("child's labels (-want +got):\n%s", diff)
 	}
@@ -131,8 +132,8 @@ func TestTrackForms(t *testing.T) {
 	owner := app("ns", "a")
 	clusterOwner := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "uid-team"}}
 	stale := func(c *corev1.ConfigMap) *corev1.ConfigMap {
-		c.Labels = map[string]string{"keep": "me", OwnerKindLabel: "Old", OwnerGroupLabel: "old.example.com"}
-		c.Annotations = map[string]string{OwnerNameAnnotation: "old", OwnerNamespaceAnnotation: "old"}
+		c.Labels = map[string]string{"keep": "me", marks.OwnerKind: "Old", marks.OwnerGroup: "old.example.com"}
+		c.Annotations = map[string]string{marks.OwnerName: "old", marks.OwnerNamespace: "old"}
 		return c
 	}
 	controlled := func(o client.Object, c *corev1.ConfigMap) *corev1.ConfigMap {
@@ -141,7 +142,7 @@ func TestTrackForms(t *testing.T) {
 		}
 		return c
 	}
-	full := map[string]string{"keep": "me", OwnerUIDLabel: "uid-a", OwnerKindLabel: "Deployment", OwnerGroupLabel: "apps"}
+	full := map[string]string{"keep": "me", OwnerUIDLabel: "uid-a", marks.OwnerKind: "Deployment", marks.OwnerGroup: "apps"}
 	cases := map[string]struct {
 		owner           client.Object
 		child           *corev1.ConfigMap
@@ -156,18 +157,18 @@ func TestTrackForms(t *testing.T) {
 		},
 		"no owner reference: every mark": {
 			owner: owner, child: stale(child("ns")),
-			wantLabels: full, wantAnnotations: map[string]string{OwnerNameAnnotation: "a", OwnerNamespaceAnnotation: "ns"},
+			wantLabels: full, wantAnnotations: map[string]string{marks.OwnerName: "a", marks.OwnerNamespace: "ns"},
 			wantOwner: Reference{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "a", UID: "uid-a"},
 		},
 		"another owner's reference: every mark": {
 			owner: owner, child: controlled(app("ns", "b"), stale(child("ns"))),
-			wantLabels: full, wantAnnotations: map[string]string{OwnerNameAnnotation: "a", OwnerNamespaceAnnotation: "ns"},
+			wantLabels: full, wantAnnotations: map[string]string{marks.OwnerName: "a", marks.OwnerNamespace: "ns"},
 			wantOwner: Reference{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "a", UID: "uid-a"},
 		},
 		"cluster-scoped owner: every mark, since the reference cannot tell its scope": {
 			owner: clusterOwner, child: controlled(clusterOwner, stale(child("ns"))),
-			wantLabels:      map[string]string{"keep": "me", OwnerUIDLabel: "uid-team", OwnerKindLabel: "Namespace"},
-			wantAnnotations: map[string]string{OwnerNameAnnotation: "team"},
+			wantLabels:      map[string]string{"keep": "me", OwnerUIDLabel: "uid-team", marks.OwnerKind: "Namespace"},
+			wantAnnotations: map[string]string{marks.OwnerName: "team"},
 			wantOwner:       Reference{Kind: "Namespace", Name: "team", UID: "uid-team"},
 		},
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/graph"
 )
@@ -35,9 +36,9 @@ func trackedMeta(name, rv string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: rv, Generation: 1,
 		Labels: map[string]string{
-			ownership.OwnerUIDLabel: "owner-uid", ownership.OwnerKindLabel: widgetKind.Kind, ownership.OwnerGroupLabel: widgetKind.Group,
+			ownership.OwnerUIDLabel: "owner-uid", marks.OwnerKind: widgetKind.Kind, marks.OwnerGroup: widgetKind.Group,
 		},
-		Annotations: map[string]string{ownership.OwnerNameAnnotation: ownerKey.Name, ownership.OwnerNamespaceAnnotation: ownerKey.Namespace},
+		Annotations: map[string]string{marks.OwnerName: ownerKey.Name, marks.OwnerNamespace: ownerKey.Namespace},
 	}
 }
 
@@ -131,11 +132,11 @@ func TestChildWatchWakes(t *testing.T) {
 			verdicts: map[types.UID]verdict{"uid-web": {check: available, rv: "1"}}, want: true},
 		{name: "another object under the name (UID)", change: func(o client.Object) { o.SetUID("other") }, verdicts: remembered(available), want: true},
 		{name: "not a child of the owner kind", change: func(o client.Object) {
-			o.GetLabels()[ownership.OwnerKindLabel] = "Other"
+			o.GetLabels()[marks.OwnerKind] = "Other"
 			o.SetResourceVersion("2")
 		}, old: func() client.Object {
 			d := deployment()
-			d.Labels[ownership.OwnerKindLabel] = "Other"
+			d.Labels[marks.OwnerKind] = "Other"
 			return d
 		}(), verdicts: remembered(available), want: true},
 		{name: "ConfigMap data", old: &corev1.ConfigMap{ObjectMeta: trackedMeta("web", "1"), Data: map[string]string{"k": "v"}},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/convergo-dev/convergo/finalizer"
@@ -26,7 +27,7 @@ import (
 // hook, then the finalizer. Each step runs only when the previous one is done.
 func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(obj)
-	if !finalizer.Has(obj, r.finalizer) {
+	if !controllerutil.ContainsFinalizer(obj, r.finalizer) {
 		r.forgetDeletion(key)
 		return ctrl.Result{}, nil
 	}
@@ -50,7 +51,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	}
 	r.metrics.deletionStep("children", "done")
 
-	var cleanup finalizer.Cleanup
+	var cleanup func(context.Context) (bool, error)
 	if r.cleanup != nil {
 		cleanup = func(ctx context.Context) (bool, error) { return r.cleanup(ctx, obj) }
 	}

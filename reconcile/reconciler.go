@@ -28,6 +28,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
@@ -398,7 +399,7 @@ func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
 				return r.failed(out, err)
 			}
 		}
-		if _, recorded := obj.GetAnnotations()[graph.ExternalAnnotation]; recorded {
+		if _, recorded := obj.GetAnnotations()[marks.External]; recorded {
 			pruned, err := g.PruneExternal(ctx, r.applier, obj)
 			if len(pruned) > 0 {
 				loggerOf(ctx).Info("pruned external objects", "objects", pruned)

@@ -33,10 +33,10 @@ type Object interface {
 	SetConditions([]metav1.Condition)
 }
 
-// ObservedGenerationObject is implemented by objects with a top-level status.observedGeneration.
-// Types that do not implement it but have an int64 field Status.ObservedGeneration are handled by
-// reflection.
-type ObservedGenerationObject interface {
+// observedGenerationObject is implemented by objects whose top-level status.observedGeneration has
+// accessors (GetObservedGeneration, SetObservedGeneration); an int64 field Status.ObservedGeneration
+// is found by reflection without them.
+type observedGenerationObject interface {
 	GetObservedGeneration() int64
 	SetObservedGeneration(int64)
 }
@@ -52,7 +52,7 @@ func transitionTime() metav1.Time {
 // Set adds or updates the condition c.Type on obj and reports whether anything changed.
 //
 //   - c.ObservedGeneration is replaced by obj's generation; the top-level status.observedGeneration is set
-//     too where the type has one (see ObservedGenerationObject).
+//     too where the type has one (an int64 field Status.ObservedGeneration, or accessors for it).
 //   - lastTransitionTime changes only when the status changes (or the condition is new). It is c's
 //     LastTransitionTime when set, else the current time.
 //   - Existing conditions keep their order; new ones are appended.
@@ -205,7 +205,7 @@ func IsReady(obj Object) bool {
 // and reports whether that changed it.
 func stampObservedGeneration(obj Object) bool {
 	gen := obj.GetGeneration()
-	if o, ok := obj.(ObservedGenerationObject); ok {
+	if o, ok := obj.(observedGenerationObject); ok {
 		if o.GetObservedGeneration() == gen {
 			return false
 		}
@@ -222,7 +222,7 @@ func stampObservedGeneration(obj Object) bool {
 
 // ObservedGeneration returns obj's top-level status.observedGeneration, and false when the type has none.
 func ObservedGeneration(obj client.Object) (int64, bool) {
-	if o, ok := obj.(ObservedGenerationObject); ok {
+	if o, ok := obj.(observedGenerationObject); ok {
 		return o.GetObservedGeneration(), true
 	}
 	f, ok := observedGenerationField(obj)

@@ -146,7 +146,7 @@ func TestSetStampsTopLevelObservedGeneration(t *testing.T) {
 	}
 }
 
-// observed implements ObservedGenerationObject explicitly, with its generation elsewhere than Status.
+// observed has accessors for its observed generation, with its generation elsewhere than Status.
 type observed struct {
 	testapi.Widget
 	seen int64

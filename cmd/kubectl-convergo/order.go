@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/internal/telemetry"
-	"github.com/convergo-dev/convergo/reconcile/graph"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -17,13 +17,13 @@ import (
 func childOf(obj *unstructured.Unstructured) Child {
 	annotations := obj.GetAnnotations()
 	c := Child{
-		Node:       annotations[graph.NodeAnnotation],
+		Node:       annotations[marks.Node],
 		APIVersion: obj.GetAPIVersion(),
 		Kind:       obj.GetKind(),
 		Namespace:  obj.GetNamespace(),
 		Name:       obj.GetName(),
 	}
-	for d := range strings.SplitSeq(annotations[graph.DependsOnAnnotation], ",") {
+	for d := range strings.SplitSeq(annotations[marks.DependsOn], ",") {
 		if d = strings.TrimSpace(d); d != "" {
 			c.DependsOn = append(c.DependsOn, d)
 		}

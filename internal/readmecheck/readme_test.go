@@ -13,14 +13,10 @@ import (
 var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
 
 // methodsPrelude makes a block of method declarations on *Memcached a file: a type with the status
-// fields the README names, and checks that the methods give it the interfaces package status needs.
+// fields the README names, and checks that the methods give it the conditions package status needs.
 const methodsPrelude = `package main
 
-import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/convergo-dev/convergo/status"
-)
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 type Memcached struct {
 	Status struct {
@@ -29,13 +25,10 @@ type Memcached struct {
 	}
 }
 
-var (
-	_ interface {
-		GetConditions() []metav1.Condition
-		SetConditions([]metav1.Condition)
-	} = &Memcached{}
-	_ status.ObservedGenerationObject = &Memcached{}
-)
+var _ interface {
+	GetConditions() []metav1.Condition
+	SetConditions([]metav1.Condition)
+} = &Memcached{}
 
 func main() {}
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/internal/fixture"
@@ -443,8 +444,8 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 	old := fixture.Deployment("web", func(d *appsv1.Deployment) {
 		d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 		d.Namespace = f.NS
-		d.Labels = map[string]string{ownership.OwnerUIDLabel: string(f.Owner.UID), ownership.OwnerKindLabel: "ConfigMap"}
-		d.Annotations = map[string]string{ownership.OwnerNameAnnotation: f.Owner.Name, ownership.OwnerNamespaceAnnotation: f.NS}
+		d.Labels = map[string]string{ownership.OwnerUIDLabel: string(f.Owner.UID), marks.OwnerKind: "ConfigMap"}
+		d.Annotations = map[string]string{marks.OwnerName: f.Owner.Name, marks.OwnerNamespace: f.NS}
 		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: f.Owner.Name, UID: f.Owner.UID,
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 	})
@@ -455,7 +456,7 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 	f.MustApply(t, f.Applier(), fixture.Deployment("web"), apply.OperationUpdated)
 	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	f.GetLive(t, live)
-	marks := func(m map[string]string, keys ...string) map[string]string {
+	only := func(m map[string]string, keys ...string) map[string]string {
 		out := map[string]string{}
 		for _, k := range keys {
 			if v, ok := m[k]; ok {
@@ -465,10 +466,10 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 		return out
 	}
 	if diff := cmp.Diff(map[string]string{ownership.OwnerUIDLabel: string(f.Owner.UID)},
-		marks(live.Labels, ownership.OwnerUIDLabel, ownership.OwnerKindLabel, ownership.OwnerGroupLabel)); diff != "" {
+		only(live.Labels, ownership.OwnerUIDLabel, marks.OwnerKind, marks.OwnerGroup)); diff != "" {
 		t.Errorf("tracking labels after the apply (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{}, marks(live.Annotations, ownership.OwnerNameAnnotation, ownership.OwnerNamespaceAnnotation)); diff != "" {
+	if diff := cmp.Diff(map[string]string{}, only(live.Annotations, marks.OwnerName, marks.OwnerNamespace)); diff != "" {
 		t.Errorf("tracking annotations after the apply (-want +got):\n%s", diff)
 	}
 	got, ok := ownership.TrackedOwner(live)

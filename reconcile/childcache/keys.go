@@ -4,12 +4,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/convergo-dev/convergo/ownership"
 )
 
 // maxSharedKeys bounds the strings a cache shares: keys and the values below are few (the
@@ -22,14 +21,14 @@ const maxSharedKeys = 4096
 // that name an application rather than one instance of it. Their values are shared as keys are; the
 // values of any other key (an instance, a UID, a hash) are left alone.
 var sharedValues = map[string]bool{
-	ownership.OwnerKindLabel:           true,
-	ownership.OwnerGroupLabel:          true,
-	ownership.OwnerNamespaceAnnotation: true,
-	"app.kubernetes.io/name":           true,
-	"app.kubernetes.io/component":      true,
-	"app.kubernetes.io/part-of":        true,
-	"app.kubernetes.io/managed-by":     true,
-	"app.kubernetes.io/version":        true,
+	marks.OwnerKind:                true,
+	marks.OwnerGroup:               true,
+	marks.OwnerNamespace:           true,
+	"app.kubernetes.io/name":       true,
+	"app.kubernetes.io/component":  true,
+	"app.kubernetes.io/part-of":    true,
+	"app.kubernetes.io/managed-by": true,
+	"app.kubernetes.io/version":    true,
 }
 
 // keyTable makes the cached objects of one cache share one copy of each label and annotation key,

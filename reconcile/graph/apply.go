@@ -96,8 +96,8 @@ const maxParallelApplies = 8
 // the child (errors of children applied at the same time are joined), and the result is returned with
 // it. A child being deleted (apply.ErrTerminating) is not an error: it is reported not applied and not
 // ready. Children and Waiting are in topological order (see Order) whatever the order of the
-// requests. Each child carries its node's name and dependencies in the annotations NodeAnnotation and
-// DependsOnAnnotation.
+// requests. Each child carries its node's name and dependencies in the annotations marks.Node and
+// marks.DependsOn.
 func (g *Graph) Apply(ctx context.Context, a *apply.Applier, owner client.Object) (*Result, error) {
 	order, deps, err := g.ordered()
 	if err != nil {

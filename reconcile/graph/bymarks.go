@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
@@ -16,8 +17,8 @@ import (
 // DeleteByMarks deletes what owner holds when its Graph cannot be built (an invalid spec, a
 // referenced object gone): its cluster children of the given types, listed by owner's tracking label
 // from the API server (one LIST per kind, so that a cache that lags or filters cannot make a child
-// look gone), and the external objects recorded on owner (ExternalAnnotation), in reverse dependency
-// order as the marks say that Apply left on each (NodeAnnotation and DependsOnAnnotation on a child,
+// look gone), and the external objects recorded on owner (marks.External), in reverse dependency
+// order as the marks say that Apply left on each (marks.Node and marks.DependsOn on a child,
 // the node and its dependencies in the record for an external object). Something is deleted once
 // nothing left of owner depends on its node; a child without a node mark is deleted at once. Each
 // goes as Delete would delete it: a kept child or external object is released.
@@ -42,7 +43,7 @@ func DeleteByMarks(ctx context.Context, a *apply.Applier, owner client.Object, t
 	owned, err := seam.Of(a).DeleteOwned(ctx, owner, seam.OwnedScope{FromAPIServer: true, Order: order}, types...)
 	res := &DeleteResult{Waiting: owned.Waiting}
 	for _, obj := range owned.Deleted {
-		res.Deleted = append(res.Deleted, ChildResult{Name: obj.GetAnnotations()[NodeAnnotation], Object: obj, Operation: apply.OperationDeleted})
+		res.Deleted = append(res.Deleted, ChildResult{Name: obj.GetAnnotations()[marks.Node], Object: obj, Operation: apply.OperationDeleted})
 	}
 	if err != nil {
 		return res, err
@@ -90,7 +91,7 @@ type marked struct {
 func markedChildren(objs []client.Object) []marked {
 	out := make([]marked, len(objs))
 	for i, obj := range objs {
-		out[i] = marked{node: obj.GetAnnotations()[NodeAnnotation], deps: splitMark(obj.GetAnnotations()[DependsOnAnnotation])}
+		out[i] = marked{node: obj.GetAnnotations()[marks.Node], deps: splitMark(obj.GetAnnotations()[marks.DependsOn])}
 	}
 	return out
 }
@@ -103,7 +104,7 @@ func markedExternals(entries []ExternalRecord) []marked {
 	return out
 }
 
-// splitMark splits a list of node names as DependsOnAnnotation holds them.
+// splitMark splits a list of node names as marks.DependsOn holds them.
 func splitMark(v string) []string {
 	if v == "" {
 		return nil

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/internal/applytest"
@@ -152,7 +153,7 @@ func childState(t *testing.T, c client.Client, name string, app client.Object) s
 		return "controlled"
 	case ownership.IsTrackedBy(o, app):
 		return "tracked"
-	case len(o.OwnerReferences) > 0 || o.Labels[ownership.OwnerUIDLabel] != "" || o.Annotations[ownership.OwnerNameAnnotation] != "":
+	case len(o.OwnerReferences) > 0 || o.Labels[ownership.OwnerUIDLabel] != "" || o.Annotations[marks.OwnerName] != "":
 		return "partly released"
 	}
 	return "released"

@@ -9,7 +9,8 @@
 //	pruned, err := g.Prune(ctx, a, owner, kinds...) // what the graph no longer declares
 //	del, err := g.Delete(ctx, a, owner)           // reverse order, on deletion, until del.Done
 //
-// Apply records on each child its node and dependencies (NodeAnnotation, DependsOnAnnotation), so that
+// Apply records on each child its node and dependencies (the annotations convergo.dev/node and
+// convergo.dev/depends-on), so that
 // `kubectl convergo tree` (cmd/kubectl-convergo) can show a live object's children in graph order.
 //
 // Each child chooses how it goes when its owner is deleted or the graph stops declaring it: a kept

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
@@ -23,7 +24,7 @@ import (
 // The owner mark is the owner's UID. Apply leaves it on the object where the system holds one (a
 // comment, a tag, a label) and Observe reports it in Observation.Owner; OwnerMark and OwnerFromMark
 // encode it in, and read it from, free text such as a comment. An object without a mark is the owner's
-// only while the owner's record (ExternalAnnotation) names it.
+// only while the owner's record (marks.External) names it.
 type External[S any] interface {
 	// Kind names the kind, such as "postgres.role". It is recorded on the owner with every identity,
 	// so that pruning and deletion find the kind again: keep it stable, without "/".
@@ -201,7 +202,7 @@ func opsOf[S any](ext External[S], want S) externalOps {
 // the graph no longer declares it, and the renderings.
 //
 // Graph.Apply observes the object; one that is missing is created, after its identity is recorded on
-// the owner (ExternalAnnotation), and one that does not hold want is updated, only when it is the
+// the owner (marks.External), and one that does not hold want is updated, only when it is the
 // owner's: it carries the owner's mark, or it carries none and the owner's record names it. Any other
 // existing object is an error wrapping ErrNotOwned, and is neither changed nor deleted, unless the
 // node says AdoptExisting. External systems send no watch events: Result.ObserveAgain says when to look
@@ -454,7 +455,7 @@ func (g *Graph) deleteUndeclared(ctx context.Context, rec *record, forget bool) 
 		name := fmt.Sprintf("%s: %s %s", e.Node, e.Kind, e.ID)
 		ops, ok := g.kindOps(e.Kind)
 		if !ok {
-			errs = append(errs, fmt.Errorf("external object %s is recorded on the owner (%s) but the graph knows no kind %q: declare it with graph.WithExternalKinds", name, ExternalAnnotation, e.Kind))
+			errs = append(errs, fmt.Errorf("external object %s is recorded on the owner (%s) but the graph knows no kind %q: declare it with graph.WithExternalKinds", name, marks.External, e.Kind))
 			left = append(left, name)
 			continue
 		}
@@ -477,7 +478,7 @@ func (g *Graph) deleteUndeclared(ctx context.Context, rec *record, forget bool) 
 	return left, gone, errors.Join(errs...)
 }
 
-// PruneExternal deletes the external objects recorded on owner (ExternalAnnotation) that g no longer
+// PruneExternal deletes the external objects recorded on owner (marks.External) that g no longer
 // declares, in no particular order, each only if it is owner's and released instead when it was kept
 // (KeepOnDelete), and drops their entries once the external system confirms them gone. It returns
 // them as "node: kind id". The kinds no node declares any more must be given to New with

@@ -83,7 +83,7 @@ func ExampleAddExternal() {
 		}
 		fmt.Printf("  dns %s, ready=%v, observe again in %v\n", res.Child("dns").Operation, res.Ready, res.ObserveAgain)
 	}
-	fmt.Println("recorded:", owner.GetAnnotations()[graph.ExternalAnnotation])
+	fmt.Println("recorded:", owner.GetAnnotations()["convergo.dev/external"])
 	fmt.Println("delete:")
 	for done := false; !done; {
 		res, err := children().Delete(ctx, a, owner)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -13,18 +14,9 @@ import (
 // package ownership, so that tools reading only live objects can tell which node of its owner's graph a
 // child is and in which order the graph runs (kubectl convergo tree, in cmd/kubectl-convergo).
 // They are part of the child's intent: they change only when the graph's shape does.
-const (
-	// NodeAnnotation holds the name of the child's node in its owner's Graph (the name given to
-	// Graph.Add).
-	NodeAnnotation = "convergo.dev/node"
-	// DependsOnAnnotation holds the names of the nodes the child's node depends on (DependsOn and
-	// DependsOnForCreation), sorted and separated by commas; it is absent for a node without
-	// dependencies. Node names that contain a comma read as two names here.
-	DependsOnAnnotation = "convergo.dev/depends-on"
-)
 
-// annotated returns a copy of the node's object carrying NodeAnnotation and, when the node has
-// dependencies, DependsOnAnnotation (any value of its own for them is replaced).
+// annotated returns a copy of the node's object carrying marks.Node and, when the node has
+// dependencies, marks.DependsOn (any value of its own for them is replaced).
 func (n *Node) annotated() (client.Object, error) {
 	obj, ok := n.obj.DeepCopyObject().(client.Object)
 	if !ok {
@@ -34,16 +26,16 @@ func (n *Node) annotated() (client.Object, error) {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[NodeAnnotation] = n.name
-	delete(annotations, DependsOnAnnotation)
+	annotations[marks.Node] = n.name
+	delete(annotations, marks.DependsOn)
 	if deps := n.dependsOnMark(); deps != "" {
-		annotations[DependsOnAnnotation] = deps
+		annotations[marks.DependsOn] = deps
 	}
 	obj.SetAnnotations(annotations)
 	return obj, nil
 }
 
-// dependsOnMark returns the node's dependencies as DependsOnAnnotation holds them: sorted,
+// dependsOnMark returns the node's dependencies as marks.DependsOn holds them: sorted,
 // comma-separated; empty when it has none.
 func (n *Node) dependsOnMark() string {
 	return strings.Join(slices.Sorted(slices.Values(n.deps)), ",")

@@ -3,6 +3,7 @@ package graph
 import (
 	"testing"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/internal/applytest"
 	"github.com/google/go-cmp/cmp"
@@ -21,7 +22,7 @@ func TestGraphApplyRecordsNodes(t *testing.T) {
 	build := func() (*Graph, *corev1.ConfigMap) {
 		withOwn := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Name:        "web",
-			Annotations: map[string]string{"example.com/note": "kept", DependsOnAnnotation: "replaced"},
+			Annotations: map[string]string{"example.com/note": "kept", marks.DependsOn: "replaced"},
 		}}
 		g := New()
 		g.Add("web", withOwn).DependsOn("secrets", "config")
@@ -40,21 +41,21 @@ func TestGraphApplyRecordsNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		got[name] = map[string]string{}
-		for _, k := range []string{NodeAnnotation, DependsOnAnnotation, "example.com/note"} {
+		for _, k := range []string{marks.Node, marks.DependsOn, "example.com/note"} {
 			if v, ok := cm.Annotations[k]; ok {
 				got[name][k] = v
 			}
 		}
 	}
 	want := map[string]map[string]string{
-		"web":     {NodeAnnotation: "web", DependsOnAnnotation: "config,secrets", "example.com/note": "kept"},
-		"config":  {NodeAnnotation: "config"},
-		"secrets": {NodeAnnotation: "secrets", DependsOnAnnotation: "config"},
+		"web":     {marks.Node: "web", marks.DependsOn: "config,secrets", "example.com/note": "kept"},
+		"config":  {marks.Node: "config"},
+		"secrets": {marks.Node: "secrets", marks.DependsOn: "config"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("annotations of the children (-want +got):\n%s", diff)
 	}
-	wantOwn := map[string]string{"example.com/note": "kept", DependsOnAnnotation: "replaced"}
+	wantOwn := map[string]string{"example.com/note": "kept", marks.DependsOn: "replaced"}
 	if diff := cmp.Diff(wantOwn, withOwn.Annotations); diff != "" {
 		t.Errorf("Apply modified the desired object's annotations (-want +got):\n%s", diff)
 	}

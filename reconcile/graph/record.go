@@ -12,19 +12,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
-// ExternalAnnotation, on an owner, records the external objects its graph created or adopted, as a
-// JSON list of {"node", "kind", "id", "keep", "dependsOn"} (keep only when true, dependsOn only when
-// the node has dependencies): the identity of each is written
-// there before the object is created, so it survives a crash, a restart and a spec change, and pruning
-// and deletion find every object the owner may hold outside the cluster. The graph removes an entry
-// once its object is confirmed gone (or released); do not edit it by hand.
-const ExternalAnnotation = "convergo.dev/external"
-
-// ExternalRecord is one external object recorded on an owner (ExternalAnnotation).
+// ExternalRecord is one external object recorded on an owner (marks.External).
 type ExternalRecord struct {
 	// Node is the node that declared it.
 	Node string `json:"node"`
@@ -34,7 +27,7 @@ type ExternalRecord struct {
 	ID string `json:"id"`
 	// Keep: it is kept (KeepOnDelete), released instead of deleted.
 	Keep bool `json:"keep,omitempty"`
-	// DependsOn names the nodes its node depends on, comma-separated as in DependsOnAnnotation, for
+	// DependsOn names the nodes its node depends on, comma-separated as in marks.DependsOn, for
 	// DeleteByMarks to delete it in order without the graph.
 	DependsOn string `json:"dependsOn,omitempty"`
 }
@@ -43,7 +36,7 @@ type ExternalRecord struct {
 // (kubectl convergo tree); an annotation that is not the graph's list is an error.
 func RecordedExternal(owner client.Object) ([]ExternalRecord, error) { return readRecord(owner) }
 
-// record is an owner's ExternalAnnotation, read once per Graph call and written through the Applier's
+// record is an owner's marks.External, read once per Graph call and written through the Applier's
 // client (a merge patch of the owner's annotations, guarded by its resourceVersion). The owner's
 // annotations and resourceVersion are updated in place with every write; nothing else of it is
 // touched, so other steps may read the owner meanwhile.
@@ -62,15 +55,15 @@ func newRecord(a *apply.Applier, owner client.Object) *record {
 	return r
 }
 
-// readRecord decodes owner's ExternalAnnotation.
+// readRecord decodes owner's marks.External.
 func readRecord(owner client.Object) ([]ExternalRecord, error) {
-	v, ok := owner.GetAnnotations()[ExternalAnnotation]
+	v, ok := owner.GetAnnotations()[marks.External]
 	if !ok || v == "" {
 		return nil, nil
 	}
 	var entries []ExternalRecord
 	if err := json.Unmarshal([]byte(v), &entries); err != nil {
-		return nil, fmt.Errorf("annotation %s of the owner is not the list the graph writes (%w): restore it from the owner's history; removing it would leave its external objects unmanaged", ExternalAnnotation, err)
+		return nil, fmt.Errorf("annotation %s of the owner is not the list the graph writes (%w): restore it from the owner's history; removing it would leave its external objects unmanaged", marks.External, err)
 	}
 	return entries, nil
 }
@@ -144,7 +137,7 @@ func (r *record) remove(ctx context.Context, kind, id string) error {
 	return r.write(ctx, slices.Delete(slices.Clone(r.entries), i, i+1))
 }
 
-// write patches the owner's ExternalAnnotation to entries (removes it when empty), guarded by the
+// write patches the owner's marks.External to entries (removes it when empty), guarded by the
 // owner's resourceVersion, and updates the owner's annotations and resourceVersion. Called with r.mu
 // held.
 func (r *record) write(ctx context.Context, entries []ExternalRecord) error {
@@ -155,16 +148,16 @@ func (r *record) write(ctx context.Context, entries []ExternalRecord) error {
 	if len(entries) > 0 {
 		b, err := json.Marshal(entries)
 		if err != nil {
-			return fmt.Errorf("encode %s: %w", ExternalAnnotation, err)
+			return fmt.Errorf("encode %s: %w", marks.External, err)
 		}
 		value = string(b)
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": r.owner.GetResourceVersion(),
-		"annotations":     map[string]any{ExternalAnnotation: value},
+		"annotations":     map[string]any{marks.External: value},
 	}})
 	if err != nil {
-		return fmt.Errorf("encode %s patch: %w", ExternalAnnotation, err)
+		return fmt.Errorf("encode %s patch: %w", marks.External, err)
 	}
 	written, ok := r.owner.DeepCopyObject().(client.Object)
 	if !ok {
@@ -172,7 +165,7 @@ func (r *record) write(ctx context.Context, entries []ExternalRecord) error {
 	}
 	rvBefore := r.owner.GetResourceVersion()
 	if err := r.a.Client().Patch(ctx, written, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("write %s on the owner: %w", ExternalAnnotation, err)
+		return fmt.Errorf("write %s on the owner: %w", marks.External, err)
 	}
 	if gvk, err := apiutil.GVKForObject(r.owner, r.a.Scheme()); err == nil {
 		seam.Of(r.a).RememberWrite(gvk.GroupKind(), rvBefore, written)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -32,7 +33,6 @@ import (
 	"github.com/convergo-dev/convergo/bench/expert"
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
-	"github.com/convergo-dev/convergo/finalizer"
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -376,7 +376,7 @@ func installFinalizerPolicy(ctx context.Context, c client.Client, ns string) (fu
 	defer cancel()
 	probe := &v1alpha1.Welcome{Spec: v1alpha1.WelcomeSpec{Name: "Probe"}}
 	return harness.BindAdmissionPolicy(ctx, c, policy, ns, probe, func(o client.Object) bool {
-		return finalizer.Has(o, controller.Finalizer)
+		return controllerutil.ContainsFinalizer(o, controller.Finalizer)
 	})
 }
 

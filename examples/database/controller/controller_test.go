@@ -5,6 +5,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -197,10 +198,14 @@ func TestDatabaseLifecycle(t *testing.T) {
 		if err := f.env.Client.Get(t.Context(), key, &now); err != nil {
 			return false, err.Error()
 		}
-		recorded := now.Annotations[graph.ExternalAnnotation]
+		recorded, err := graph.RecordedExternal(&now)
+		if err != nil {
+			return false, err.Error()
+		}
 		revoked := !f.is(t, `SELECT EXISTS (SELECT 1 FROM pg_database d, aclexplode(d.datacl) a JOIN pg_roles r ON r.oid = a.grantee
 			WHERE d.datname = $1 AND r.rolname = 'reporting')`, name)
-		return revoked && !strings.Contains(recorded, "postgres.grant"), fmt.Sprintf("revoked %v, recorded %s", revoked, recorded)
+		grants := slices.ContainsFunc(recorded, func(r graph.ExternalRecord) bool { return r.Kind == "postgres.grant" })
+		return revoked && !grants, fmt.Sprintf("revoked %v, recorded %v", revoked, recorded)
 	})
 
 	// Ordered deletion: revoking, then dropping the database, then the role; the finalizer goes last.

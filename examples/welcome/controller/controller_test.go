@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
@@ -477,7 +478,7 @@ func TestManyAtOnceMinimalWrites(t *testing.T) {
 			}
 			for _, key := range keys {
 				harness.WaitForObject(t, env.Client, key, &v1alpha1.Welcome{}, timeout, func(w *v1alpha1.Welcome) bool {
-					return conditionsAre(ready)(w) && finalizer.Has(w, controller.Finalizer)
+					return conditionsAre(ready)(w) && controllerutil.ContainsFinalizer(w, controller.Finalizer)
 				})
 			}
 			reqs := counter.Snapshot().InNamespace(ns)
@@ -539,7 +540,7 @@ func bindFinalizerPolicy(t *testing.T, env *harness.Env, ns string) {
 	}
 	probe := &v1alpha1.Welcome{Spec: v1alpha1.WelcomeSpec{Name: "Probe"}}
 	env.BindAdmissionPolicy(t, shipped, ns, probe, func(o client.Object) bool {
-		return finalizer.Has(o, controller.Finalizer)
+		return controllerutil.ContainsFinalizer(o, controller.Finalizer)
 	}, timeout)
 }
 

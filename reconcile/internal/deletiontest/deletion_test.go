@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/convergo-dev/convergo/builders"
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/internal/testapi"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile"
@@ -112,7 +113,7 @@ func ownedBy(obj, owner client.Object) string {
 	if obj.GetLabels()[ownership.OwnerUIDLabel] != "" {
 		refs = append(refs, "owner-uid label")
 	}
-	if obj.GetAnnotations()[ownership.OwnerNameAnnotation] != "" {
+	if obj.GetAnnotations()[marks.OwnerName] != "" {
 		refs = append(refs, "owner-name annotation")
 	}
 	return fmt.Sprint(refs)
