@@ -171,9 +171,6 @@ func TestTrack(t *testing.T) {
 	if !ok || ref != (Reference{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "a", UID: "uid-a"}) {
 		t.Errorf("TrackedOwner = %+v, %v", ref, ok)
 	}
-	if diff := cmp.Diff(map[string]string{OwnerUIDLabel: "uid-a"}, TrackingLabels(owner)); diff != "" {
-		t.Errorf("TrackingLabels (-want +got):\n%s", diff)
-	}
 	if _, ok := TrackedOwner(child("ns")); ok {
 		t.Error("untracked object has a tracked owner")
 	}

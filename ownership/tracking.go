@@ -25,12 +25,6 @@ import (
 // the owner on children whose owner references cannot.
 const OwnerUIDLabel = marks.OwnerUID
 
-// TrackingLabels returns the labels that select owner's tracked children, for use with
-// client.MatchingLabels. It is a subset of what Track sets.
-func TrackingLabels(owner client.Object) map[string]string {
-	return map[string]string{OwnerUIDLabel: string(owner.GetUID())}
-}
-
 // Track marks child as belonging to owner with tracking labels (owner UID, kind, group) and
 // annotations (owner name and namespace). Unlike SetController it works across namespaces and for
 // cluster-scoped children of namespaced owners; the garbage collector does not see these marks, so

@@ -222,7 +222,7 @@ func TestIntegrationDeletionWithoutGraph(t *testing.T) {
 					t.Fatal(err)
 				}
 				ready := meta.FindStatusCondition(w.GetConditions(), status.Ready)
-				if ready == nil || ready.Reason != reconcile.ReasonDeletionFailed || !strings.Contains(ready.Message, `kind "mem.thing" is unknown`) ||
+				if ready == nil || ready.Reason != "DeletionFailed" || !strings.Contains(ready.Message, `kind "mem.thing" is unknown`) ||
 					!strings.Contains(ready.Message, "reconcile.WithExternalKinds") {
 					t.Errorf("Ready while the external kind is unknown: %+v, want DeletionFailed naming the kind and the fix", ready)
 				}

@@ -413,7 +413,7 @@ func TestReconcilerExternalNode(t *testing.T) {
 	if _, err, w = reconcileOnce(); err == nil {
 		t.Error("reconcile while the system is down returned no error (no retry with backoff)")
 	}
-	if c := meta.FindStatusCondition(w.GetConditions(), status.Reconciling); c == nil || c.Reason != reconcile.ReasonObserveFailed ||
+	if c := meta.FindStatusCondition(w.GetConditions(), status.Reconciling); c == nil || c.Reason != "ObserveFailed" ||
 		!strings.Contains(c.Message, `external node "db" (mem.thing w-db): observe: connection refused`) {
 		t.Errorf("Reconciling while down = %+v", c)
 	}
@@ -456,7 +456,7 @@ func TestReconcilerExternalTerminalError(t *testing.T) {
 	if err := e.c.Get(t.Context(), e.key, &w); err != nil {
 		t.Fatal(err)
 	}
-	if c := meta.FindStatusCondition(w.GetConditions(), status.Stalled); c == nil || c.Reason != reconcile.ReasonTerminalError ||
+	if c := meta.FindStatusCondition(w.GetConditions(), status.Stalled); c == nil || c.Reason != "TerminalError" ||
 		!strings.Contains(c.Message, `external node "db" (mem.thing w-db): observe: terminal error: quota exhausted`) {
 		t.Errorf("Stalled = %+v", c)
 	}

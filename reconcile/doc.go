@@ -29,7 +29,32 @@
 // are; sharding (WithSharding, package sharding) makes several replicas active, each on its share.
 //
 // A Reconciler runs 4 workers and 20 more places for objects being deleted unless told otherwise
-// (MaxConcurrentReconciles in WithControllerOptions, WithDeletionConcurrency). Every reconcile is an OpenTelemetry span, with
-// why it ran (its trigger) and what each graph node did; tracing is off until the program sets a
-// tracer provider (WithTracerProvider, or OpenTelemetry's global one).
+// (MaxConcurrentReconciles in WithControllerOptions, WithDeletionConcurrency). Every reconcile is an
+// OpenTelemetry span, with why it ran (its trigger) and what each graph node did; tracing is off until
+// the program sets a tracer provider (WithTracerProvider, or OpenTelemetry's global one).
+//
+// # Conditions
+//
+// Ready, Reconciling and Stalled follow kstatus (package status). The reasons the Reconciler writes:
+//
+//   - Reconciled: Ready=True, every child is applied and ready.
+//   - Progressing: every child is applied, some are not ready yet (Reconciling=True).
+//   - WaitingForDependencies: some child is held back until the children it depends on are ready
+//     (Reconciling=True).
+//   - ObserveFailed, ApplyFailed, DeleteFailed: a node's step failed (a graph.NodeError):
+//     Reconciling=True, the message naming the node and the error; retried with backoff.
+//   - ReconcileError: a transient error no node's step names; retried with backoff.
+//   - InvalidSpec (or an *InvalidSpecError's own Reason): Stalled=True, not retried until the spec
+//     changes. InvalidGraph: Children returned an invalid graph (Graph.Validate failed): Stalled=True.
+//   - NotOwned: a child exists that is not this object's (another owner controls it, it existed before,
+//     or KeepOnDelete released it); it is never taken without opt-in: Stalled=True, the message naming
+//     the child and what to do; retried with backoff, since deleting that child sends no event.
+//   - TerminalError: a hook returned controller-runtime's reconcile.TerminalError: Stalled=True.
+//   - Deleting: the object is being deleted and waits for its children or its cleanup.
+//   - DeletionFailed: a step of the deletion failed: Reconciling=True (Stalled=True when terminal),
+//     the message naming the step; the next pass that gets further replaces it.
+//
+// Warning events use the same reasons; Normal events are ChildrenApplied (children recreated or
+// pruned, or with WithChangeEvents any change) and ChildrenDeleted (with WithChangeEvents, each
+// deletion pass that deleted children).
 package reconcile

@@ -19,8 +19,9 @@ import (
 )
 
 // Reasons of the Reconciler's Normal events.k8s.io events. Its Warning events use condition reasons
-// (an *InvalidSpecError's reason, ReasonInvalidGraph, ReasonReconcileError; ReasonDeleteFailed when deleting the children of an object being deleted failed,
-// ReasonDeletionFailed when the Cleanup hook or the finalizer removal failed).
+// (an *InvalidSpecError's reason, reasonInvalidGraph, reasonReconcileError; reasonDeleteFailed when
+// deleting the children of an object being deleted failed, reasonDeletionFailed when the Cleanup hook
+// or the finalizer removal failed).
 //
 // Normal events are few: at most one per reconcile, and only when children were recreated or pruned
 // or, with WithChangeEvents, created, updated or deleted with their owner.

@@ -42,7 +42,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if err != nil {
 		r.metrics.deletionStep("children", "error")
 		r.result(ctx, resultError)
-		r.warn(obj, nil, ReasonDeleteFailed, "Delete", err.Error())
+		r.warn(obj, nil, reasonDeleteFailed, "Delete", err.Error())
 		return r.deletionFails(ctx, log, obj, before, "delete children", err)
 	}
 	if !res.Done {
@@ -68,7 +68,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if err != nil {
 		r.metrics.deletionStep("cleanup", "error")
 		r.result(ctx, resultError)
-		r.warn(obj, nil, ReasonDeletionFailed, "Delete", err.Error())
+		r.warn(obj, nil, reasonDeletionFailed, "Delete", err.Error())
 		return r.deletionFails(ctx, log, obj, before, "cleanup", err)
 	}
 	if !done {
@@ -93,7 +93,7 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 // interval (watch events of children usually come sooner).
 func (r *Reconciler[T]) deletionWaits(ctx context.Context, obj, before T, msg string) (ctrl.Result, error) {
 	r.result(ctx, resultDeleting)
-	status.MarkReconciling(obj, ReasonDeleting, msg)
+	status.MarkReconciling(obj, reasonDeleting, msg)
 	r.countCondition(obj)
 	if _, err := r.patchStatus(ctx, obj, before); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // gone meanwhile: nothing left to do
@@ -108,9 +108,9 @@ func (r *Reconciler[T]) deletionWaits(ctx context.Context, obj, before T, msg st
 func (r *Reconciler[T]) deletionFails(ctx context.Context, log logr.Logger, obj, before T, step string, err error) (ctrl.Result, error) {
 	msg := fmt.Sprintf("%s: %v", step, err)
 	if errors.Is(err, ctrlreconcile.TerminalError(nil)) {
-		status.MarkStalled(obj, ReasonDeletionFailed, msg)
+		status.MarkStalled(obj, reasonDeletionFailed, msg)
 	} else {
-		status.MarkReconciling(obj, ReasonDeletionFailed, msg)
+		status.MarkReconciling(obj, reasonDeletionFailed, msg)
 	}
 	r.countCondition(obj)
 	if _, perr := r.patchStatus(ctx, obj, before); client.IgnoreNotFound(perr) != nil {

@@ -38,47 +38,47 @@ import (
 	"github.com/convergo-dev/convergo/status"
 )
 
-// Condition reasons the Reconciler writes.
+// Condition reasons the Reconciler writes (see the package documentation, "Conditions").
 const (
-	// ReasonReconciled: Ready=True, every child is applied and ready.
-	ReasonReconciled = "Reconciled"
-	// ReasonWaitingForDependencies: some child is held back until the children it depends on are ready.
-	ReasonWaitingForDependencies = "WaitingForDependencies"
-	// ReasonProgressing: every child is applied, some are not ready yet.
-	ReasonProgressing = "Progressing"
-	// ReasonReconcileError: a transient error no node's step names; the reconcile is retried with
+	// reasonReconciled: Ready=True, every child is applied and ready.
+	reasonReconciled = "Reconciled"
+	// reasonWaitingForDependencies: some child is held back until the children it depends on are ready.
+	reasonWaitingForDependencies = "WaitingForDependencies"
+	// reasonProgressing: every child is applied, some are not ready yet.
+	reasonProgressing = "Progressing"
+	// reasonReconcileError: a transient error no node's step names; the reconcile is retried with
 	// backoff.
-	ReasonReconcileError = "ReconcileError"
-	// ReasonObserveFailed, ReasonApplyFailed, ReasonDeleteFailed: a node's step failed (a
+	reasonReconcileError = "ReconcileError"
+	// reasonObserveFailed, reasonApplyFailed, reasonDeleteFailed: a node's step failed (a
 	// graph.NodeError): Reconciling=True, the message naming the node and the error; retried with
 	// backoff.
-	ReasonObserveFailed = "ObserveFailed"
-	ReasonApplyFailed   = "ApplyFailed"
-	ReasonDeleteFailed  = "DeleteFailed"
-	// ReasonInvalidSpec: the default reason of an *InvalidSpecError (Stalled=True, no retry).
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonInvalidGraph: the children graph is invalid (Graph.Validate failed): Stalled=True.
-	ReasonInvalidGraph = "InvalidGraph"
-	// ReasonDeleting: the object is being deleted and waits for its children or its cleanup.
-	ReasonDeleting = "Deleting"
-	// ReasonDeletionFailed: a step of the deletion (deleting the children, the Cleanup hook) failed:
+	reasonObserveFailed = "ObserveFailed"
+	reasonApplyFailed   = "ApplyFailed"
+	reasonDeleteFailed  = "DeleteFailed"
+	// reasonInvalidSpec: the default reason of an *InvalidSpecError (Stalled=True, no retry).
+	reasonInvalidSpec = "InvalidSpec"
+	// reasonInvalidGraph: the children graph is invalid (Graph.Validate failed): Stalled=True.
+	reasonInvalidGraph = "InvalidGraph"
+	// reasonDeleting: the object is being deleted and waits for its children or its cleanup.
+	reasonDeleting = "Deleting"
+	// reasonDeletionFailed: a step of the deletion (deleting the children, the Cleanup hook) failed:
 	// Reconciling=True (Stalled=True when the error is terminal), the message naming the step and the
 	// error. The next pass that gets further replaces it.
-	ReasonDeletionFailed = "DeletionFailed"
-	// ReasonNotOwned: a child exists that is not this object's (another owner controls it, it existed
+	reasonDeletionFailed = "DeletionFailed"
+	// reasonNotOwned: a child exists that is not this object's (another owner controls it, it existed
 	// before, or KeepOnDelete released it), and it is never taken without opt-in: Stalled=True, the
 	// message naming the child and what to do. Retried with backoff, since deleting that child by hand
 	// sends this object no event.
-	ReasonNotOwned = "NotOwned"
-	// ReasonTerminalError: a hook returned controller-runtime's reconcile.TerminalError: Stalled=True,
+	reasonNotOwned = "NotOwned"
+	// reasonTerminalError: a hook returned controller-runtime's reconcile.TerminalError: Stalled=True,
 	// not retried until the object changes.
-	ReasonTerminalError = "TerminalError"
+	reasonTerminalError = "TerminalError"
 )
 
 // InvalidSpecError reports a spec that cannot be reconciled until it changes. The Reconciler turns it
 // into Stalled=True (with Reason), a Warning event, and no requeue.
 type InvalidSpecError struct {
-	// Reason is the condition reason, CamelCase; empty means ReasonInvalidSpec.
+	// Reason is the condition reason, CamelCase; empty means reasonInvalidSpec.
 	Reason string
 	// Err describes what is wrong.
 	Err error
@@ -97,7 +97,7 @@ func (e *InvalidSpecError) Unwrap() error { return e.Err }
 
 func (e *InvalidSpecError) reason() string {
 	if e.Reason == "" {
-		return ReasonInvalidSpec
+		return reasonInvalidSpec
 	}
 	return e.Reason
 }
@@ -132,7 +132,7 @@ func Invalid(format string, args ...any) error {
 // "ChildrenDeleted" per pass that deleted children, so the events show the teardown order;
 // conditions, logs and the metric already tell those routine changes); Warning events when an invalid spec or a reconcile error first
 // shows in the conditions (with the condition's reason) and when a deletion step fails
-// (ReasonDeleteFailed, ReasonDeletionFailed). The metric convergo_child_operations_total
+// (reasonDeleteFailed, reasonDeletionFailed). The metric convergo_child_operations_total
 // counts every child operation.
 type Reconciler[T status.Object] struct {
 	name     string
@@ -383,7 +383,7 @@ func (r *Reconciler[T]) converge(ctx context.Context, obj T) outcome {
 	}
 	out.graph = g
 	if err := g.Validate(); err != nil {
-		out.invalid = &InvalidSpecError{Reason: ReasonInvalidGraph, Err: err}
+		out.invalid = &InvalidSpecError{Reason: reasonInvalidGraph, Err: err}
 		return out
 	}
 	r.labelChildren(g)
@@ -433,7 +433,7 @@ func (r *Reconciler[T]) failed(out outcome, err error) outcome {
 	case errors.As(err, &invalid):
 		out.invalid = invalid
 	case errors.Is(err, ctrlreconcile.TerminalError(nil)):
-		out.invalid = &InvalidSpecError{Reason: ReasonTerminalError, Err: err}
+		out.invalid = &InvalidSpecError{Reason: reasonTerminalError, Err: err}
 	default:
 		out.err = err
 	}
@@ -472,9 +472,9 @@ func (r *Reconciler[T]) setSummarized(obj T, out outcome) bool {
 	return !reflect.DeepEqual(before, conds)
 }
 
-// failureReason is the condition reason of a reconcile that failed with err: ReasonNotOwned when a
+// failureReason is the condition reason of a reconcile that failed with err: reasonNotOwned when a
 // child is not the object's to take, the failed node's step when err is a graph.NodeError, else
-// ReasonReconcileError.
+// reasonReconcileError.
 func failureReason(err error) string {
 	var (
 		orphan *apply.OrphanError
@@ -482,17 +482,17 @@ func failureReason(err error) string {
 		ne     *graph.NodeError
 	)
 	if errors.As(err, &orphan) || errors.As(err, &owned) || errors.Is(err, graph.ErrNotOwned) {
-		return ReasonNotOwned
+		return reasonNotOwned
 	}
 	switch {
 	case !errors.As(err, &ne):
-		return ReasonReconcileError
+		return reasonReconcileError
 	case ne.Step == graph.StepObserve:
-		return ReasonObserveFailed
+		return reasonObserveFailed
 	case ne.Step == graph.StepDelete:
-		return ReasonDeleteFailed
+		return reasonDeleteFailed
 	default:
-		return ReasonApplyFailed
+		return reasonApplyFailed
 	}
 }
 
@@ -501,15 +501,15 @@ func (r *Reconciler[T]) setOutcome(obj T, out outcome) bool {
 	switch {
 	case out.invalid != nil:
 		return status.MarkStalled(obj, out.invalid.reason(), out.invalid.Error())
-	case out.err != nil && failureReason(out.err) == ReasonNotOwned: // needs someone to act
-		return status.MarkStalled(obj, ReasonNotOwned, out.err.Error())
+	case out.err != nil && failureReason(out.err) == reasonNotOwned: // needs someone to act
+		return status.MarkStalled(obj, reasonNotOwned, out.err.Error())
 	case out.err != nil:
 		return status.MarkReconciling(obj, failureReason(out.err), out.err.Error())
 	case !out.result.Ready:
-		reason := ReasonProgressing
+		reason := reasonProgressing
 		for _, c := range out.result.Children {
 			if !c.Applied {
-				reason = ReasonWaitingForDependencies
+				reason = reasonWaitingForDependencies
 				break
 			}
 		}
@@ -526,7 +526,7 @@ func (r *Reconciler[T]) setOutcome(obj T, out outcome) bool {
 		} else if n == 0 {
 			msg = "reconciled, no children"
 		}
-		return status.MarkReady(obj, ReasonReconciled, msg)
+		return status.MarkReady(obj, reasonReconciled, msg)
 	}
 }
 

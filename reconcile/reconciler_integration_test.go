@@ -363,7 +363,7 @@ func TestIntegrationReconcilerConverges(t *testing.T) {
 	// The dependency becomes ready: the child's watch event wakes the owner.
 	wt.annotateReady(t, "app-config")
 	got = wt.waitWidget(t, w, "Ready", isReady)
-	if c := meta.FindStatusCondition(got.GetConditions(), status.Ready); c.Reason != reconcile.ReasonReconciled || c.Message != "all 2 children ready" {
+	if c := meta.FindStatusCondition(got.GetConditions(), status.Ready); c.Reason != "Reconciled" || c.Message != "all 2 children ready" {
 		t.Errorf("Ready = %+v", c)
 	}
 	if got.Status.ObservedGeneration != got.Generation || meta.FindStatusCondition(got.GetConditions(), status.Reconciling) != nil {
@@ -929,7 +929,7 @@ func TestIntegrationReconcilerDependsOnForCreation(t *testing.T) {
 				t.Fatal(err)
 			}
 			wt.waitWidget(t, w, "Ready=False", func(w *testapi.Widget) bool {
-				return condition(w, status.Ready) == "False/"+reconcile.ReasonProgressing || strings.HasPrefix(condition(w, status.Ready), "False/")
+				return condition(w, status.Ready) == "False/"+"Progressing" || strings.HasPrefix(condition(w, status.Ready), "False/")
 			})
 			if err := wt.client.Get(t.Context(), client.ObjectKeyFromObject(w), got); err != nil {
 				t.Fatal(err)
@@ -1124,7 +1124,7 @@ func TestIntegrationReconcilerDeletionFailureSaid(t *testing.T) {
 			}
 			got := wt.waitWidget(t, w, "the failed deletion said", func(w *testapi.Widget) bool {
 				c := meta.FindStatusCondition(w.GetConditions(), status.Ready)
-				return c != nil && c.Reason == reconcile.ReasonDeletionFailed
+				return c != nil && c.Reason == "DeletionFailed"
 			})
 			type cond struct{ Status, Reason, Message string }
 			summary := func(condType string) cond {
@@ -1135,7 +1135,7 @@ func TestIntegrationReconcilerDeletionFailureSaid(t *testing.T) {
 				says := strings.HasPrefix(c.Message, "cleanup: ") && strings.HasSuffix(c.Message, tc.err.Error())
 				return cond{string(c.Status), c.Reason, fmt.Sprint(says)}
 			}
-			want := cond{"False", reconcile.ReasonDeletionFailed, "true"} // the message names the step and the error
+			want := cond{"False", "DeletionFailed", "true"} // the message names the step and the error
 			if diff := cmp.Diff(want, summary(status.Ready)); diff != "" {
 				t.Errorf("Ready (-want +got):\n%s", diff)
 			}
@@ -1187,7 +1187,7 @@ func TestIntegrationReconcilerRedeclaredKeptChild(t *testing.T) {
 	setData(w, withExtra)
 	got := wt.waitWidget(t, w, "Stalled, NotOwned", func(w *testapi.Widget) bool {
 		c := meta.FindStatusCondition(w.GetConditions(), status.Stalled)
-		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reconcile.ReasonNotOwned
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "NotOwned"
 	})
 	msg := meta.FindStatusCondition(got.GetConditions(), status.Stalled).Message
 	for _, want := range []string{"ConfigMap " + wt.ns + "/kept-extra", "released by KeepOnDelete", "delete it", "apply.WithAdoptOrphans()"} {

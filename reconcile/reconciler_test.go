@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -95,10 +97,10 @@ func TestInvalid(t *testing.T) {
 		wantMsg    string
 		wantIs     error
 	}{
-		"formatted":         {err: Invalid("replicas %d > %d", 12, 10), wantReason: ReasonInvalidSpec, wantMsg: "replicas 12 > 10"},
-		"wrapping":          {err: Invalid("spec: %w", base), wantReason: ReasonInvalidSpec, wantMsg: "spec: size must be positive", wantIs: base},
+		"formatted":         {err: Invalid("replicas %d > %d", 12, 10), wantReason: reasonInvalidSpec, wantMsg: "replicas 12 > 10"},
+		"wrapping":          {err: Invalid("spec: %w", base), wantReason: reasonInvalidSpec, wantMsg: "spec: size must be positive", wantIs: base},
 		"custom reason":     {err: &InvalidSpecError{Reason: "BadSize", Err: base}, wantReason: "BadSize", wantMsg: "size must be positive", wantIs: base},
-		"wrapped by caller": {err: fmt.Errorf("build: %w", Invalid("x")), wantReason: ReasonInvalidSpec, wantMsg: "x"},
+		"wrapped by caller": {err: fmt.Errorf("build: %w", Invalid("x")), wantReason: reasonInvalidSpec, wantMsg: "x"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -572,13 +574,13 @@ func TestFailureReason(t *testing.T) {
 		err  error
 		want string
 	}{
-		"observe":                              {err: node(graph.StepObserve), want: ReasonObserveFailed},
-		"apply, wrapped":                       {err: fmt.Errorf("graph: %w", node(graph.StepApply)), want: ReasonApplyFailed},
-		"delete, joined":                       {err: errors.Join(errors.New("other"), node(graph.StepDelete)), want: ReasonDeleteFailed},
-		"no node":                              {err: errors.New("status patch refused"), want: ReasonReconcileError},
-		"an orphan child":                      {err: &graph.NodeError{Node: "config", Step: graph.StepApply, Err: &apply.OrphanError{}}, want: ReasonNotOwned},
-		"another owner's":                      {err: fmt.Errorf("apply: %w", &ownership.AlreadyOwnedError{}), want: ReasonNotOwned},
-		"an external object not ours, wrapped": {err: fmt.Errorf("external node: %w", graph.ErrNotOwned), want: ReasonNotOwned},
+		"observe":                              {err: node(graph.StepObserve), want: reasonObserveFailed},
+		"apply, wrapped":                       {err: fmt.Errorf("graph: %w", node(graph.StepApply)), want: reasonApplyFailed},
+		"delete, joined":                       {err: errors.Join(errors.New("other"), node(graph.StepDelete)), want: reasonDeleteFailed},
+		"no node":                              {err: errors.New("status patch refused"), want: reasonReconcileError},
+		"an orphan child":                      {err: &graph.NodeError{Node: "config", Step: graph.StepApply, Err: &apply.OrphanError{}}, want: reasonNotOwned},
+		"another owner's":                      {err: fmt.Errorf("apply: %w", &ownership.AlreadyOwnedError{}), want: reasonNotOwned},
+		"an external object not ours, wrapped": {err: fmt.Errorf("external node: %w", graph.ErrNotOwned), want: reasonNotOwned},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -586,5 +588,26 @@ func TestFailureReason(t *testing.T) {
 				t.Errorf("reason (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReasonsDocumented: every condition and event reason the Reconciler writes is listed in the
+// package documentation, the only place authors find them.
+func TestReasonsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := []string{reasonReconciled, reasonWaitingForDependencies, reasonProgressing, reasonReconcileError,
+		reasonObserveFailed, reasonApplyFailed, reasonDeleteFailed, reasonInvalidSpec, reasonInvalidGraph,
+		reasonDeleting, reasonDeletionFailed, reasonNotOwned, reasonTerminalError, eventChildrenApplied, eventChildrenDeleted}
+	var missing []string
+	for _, r := range reasons {
+		if !regexp.MustCompile(`(?m)^//\s+(- )?(\w+, )*`+r+`\b`).Match(doc) && !strings.Contains(string(doc), " "+r+" (") && !strings.Contains(string(doc), ". "+r+":") {
+			missing = append(missing, r)
+		}
+	}
+	if diff := cmp.Diff([]string(nil), missing); diff != "" {
+		t.Errorf("reasons missing from doc.go (-want +got):\n%s", diff)
 	}
 }

@@ -220,18 +220,6 @@ func stampObservedGeneration(obj Object) bool {
 	return true
 }
 
-// ObservedGeneration returns obj's top-level status.observedGeneration, and false when the type has none.
-func ObservedGeneration(obj client.Object) (int64, bool) {
-	if o, ok := obj.(observedGenerationObject); ok {
-		return o.GetObservedGeneration(), true
-	}
-	f, ok := observedGenerationField(obj)
-	if !ok {
-		return 0, false
-	}
-	return f.Int(), true
-}
-
 // observedGenerationField finds a settable int64 field Status.ObservedGeneration in a pointer to a struct.
 func observedGenerationField(obj client.Object) (reflect.Value, bool) {
 	v := reflect.ValueOf(obj)

@@ -138,8 +138,8 @@ func TestSetStampsTopLevelObservedGeneration(t *testing.T) {
 	if !Set(w, cond("A", True, "R", "", 0, metav1.Time{})) {
 		t.Error("Set reported no change although status.observedGeneration moved")
 	}
-	if got, ok := ObservedGeneration(w); !ok || got != 7 {
-		t.Errorf("ObservedGeneration = %d, %v; want 7, true", got, ok)
+	if got := w.Status.ObservedGeneration; got != 7 {
+		t.Errorf("status.observedGeneration = %d, want 7", got)
 	}
 	if Set(w, cond("A", True, "R", "", 0, metav1.Time{})) {
 		t.Error("second identical Set reported a change")

@@ -22,7 +22,6 @@ import (
 
 	dbv1alpha1 "github.com/convergo-dev/convergo/examples/database/api/v1alpha1"
 	database "github.com/convergo-dev/convergo/examples/database/controller"
-	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/testing/postgres"
 )
 
@@ -533,7 +532,7 @@ func (d *demo) noFailedDeletion(ctx context.Context, name string, uid types.UID)
 		if e.Regarding.Kind != "Database" || e.Regarding.Name != name || e.Regarding.UID != uid || e.Type != corev1.EventTypeWarning {
 			continue
 		}
-		if e.Reason == reconcile.ReasonDeleteFailed || e.Reason == reconcile.ReasonDeletionFailed {
+		if e.Reason == "DeleteFailed" || e.Reason == "DeletionFailed" {
 			return fmt.Errorf("deleting Database %s: the operator reported %s: %s", name, e.Reason, e.Note)
 		}
 	}

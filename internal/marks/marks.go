@@ -36,3 +36,16 @@ const (
 	// object is confirmed gone (or released); do not edit it by hand.
 	External = "convergo.dev/external"
 )
+
+// The deletion policy (package apply): an annotation on a child, and its values.
+const (
+	// DeletionPolicy holds how the child goes when its owner is deleted or it is pruned
+	// (apply.DeletionPolicyAnnotation).
+	DeletionPolicy = "convergo.dev/deletion-policy"
+	// PolicyKeep keeps the child (released instead of deleted).
+	PolicyKeep = "keep"
+	// PolicyForeground deletes the child with foreground propagation.
+	PolicyForeground = "foreground"
+	// PolicyBackground deletes the child with background propagation, as without the annotation.
+	PolicyBackground = "background"
+)

@@ -449,7 +449,7 @@ func TestIntegrationApplyDropsOldOwnerMarks(t *testing.T) {
 		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: f.Owner.Name, UID: f.Owner.UID,
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 	})
-	if err := f.Env.Client.Patch(t.Context(), old, client.Apply, client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
+	if err := f.Env.Client.Patch(t.Context(), old, client.Apply, client.FieldOwner("convergo"), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 

@@ -44,8 +44,8 @@ const (
 	OperationRecreated Operation = "Recreated"
 )
 
-// DefaultFieldManager is the server-side apply field manager used unless WithFieldManager is given.
-const DefaultFieldManager = "convergo"
+// defaultFieldManager is the server-side apply field manager used unless WithFieldManager is given.
+const defaultFieldManager = "convergo"
 
 // ErrTerminating is returned (wrapped) by Apply when the live child is being deleted: it cannot be
 // applied until it is gone. Graph.Apply reports such a child as not ready instead of failing.
@@ -76,7 +76,7 @@ type config struct {
 	guard               func() error
 }
 
-// WithFieldManager sets the server-side apply field manager (default DefaultFieldManager). Use one
+// WithFieldManager sets the server-side apply field manager (default "convergo"). Use one
 // name per controller.
 func WithFieldManager(name string) Option {
 	return func(c *config) { c.fieldManager = name }
@@ -91,7 +91,7 @@ func WithAdoptOrphans() Option {
 // WithRecreateOnImmutable makes Apply delete and recreate a child when the API server rejects a
 // change to an immutable field (a Deployment's selector, a Service's clusterIP, a Job's template).
 // Without it such a change is an *ImmutableFieldError, and so it stays for a kept child
-// (DeletionPolicyKeep), whose data recreation would lose.
+// ("keep"), whose data recreation would lose.
 func WithRecreateOnImmutable() Option {
 	return func(c *config) { c.recreateOnImmutable = true }
 }
@@ -150,7 +150,7 @@ func (a *Applier) proto(obj client.Object) client.Object {
 //
 //	a := apply.NewApplier(mgr.GetClient(), mgr.GetAPIReader(), apply.WithFieldManager("memcached"))
 func NewApplier(c client.Client, apiReader client.Reader, opts ...Option) *Applier {
-	cfg := config{fieldManager: DefaultFieldManager}
+	cfg := config{fieldManager: defaultFieldManager}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -178,7 +178,7 @@ func (a *Applier) FieldManager() string { return a.cfg.fieldManager }
 // desired is a typed object (or *unstructured.Unstructured) holding only what the operator cares
 // about; it is not modified. Apply sets on a copy: the namespace (owner's, when the kind is
 // namespaced and none is set), a controller reference to owner when Kubernetes allows one (same
-// namespace, or a cluster-scoped owner; none for a child annotated DeletionPolicyKeep), the tracking
+// namespace, or a cluster-scoped owner; none for a child annotated "keep"), the tracking
 // labels of package ownership on every child, and the intent-hash annotation. It then reads the live
 // child from the client (the cache):
 //

@@ -388,7 +388,7 @@ func TestApplyFieldManager(t *testing.T) {
 	if _, _, err := NewApplier(c, c, WithFieldManager("memcached")).Apply(t.Context(), applytest.Owner("app"), desired); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{DefaultFieldManager, "memcached"}, managers); diff != "" {
+	if diff := cmp.Diff([]string{defaultFieldManager, "memcached"}, managers); diff != "" {
 		t.Errorf("field managers (-want +got):\n%s", diff)
 	}
 }

@@ -3,6 +3,8 @@ package apply
 import (
 	"reflect"
 
+	"github.com/convergo-dev/convergo/internal/marks"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -12,7 +14,7 @@ import (
 // object, so it reaches the live child with the next apply; a child applied with Applier.Apply may
 // carry it directly. Deletion reads it from the live child, since a pruned child has no node any more:
 //
-//   - DeletionPolicyKeep: the child outlives its owner. On the owner's deletion, and when pruned, it is
+//   - "keep": the child outlives its owner. On the owner's deletion, and when pruned, it is
 //     released instead of deleted: any owner reference to the owner and every label and annotation
 //     of Convergo's (keys under convergo.dev/: the tracking marks of package ownership, the intent hash,
 //     the node annotations, this annotation) are removed, so that neither the garbage collector nor a later
@@ -22,25 +24,15 @@ import (
 //     foreground propagation (which deletes dependents before any finalizer of the owner runs) or its
 //     finalizer is removed by hand. Nor is it ever recreated: with WithRecreateOnImmutable, a change to
 //     one of its immutable fields stays an *ImmutableFieldError.
-//   - DeletionPolicyForeground: the child is deleted with foreground propagation: its own dependents (a
+//   - "foreground": the child is deleted with foreground propagation: its own dependents (a
 //     Deployment's ReplicaSets and their Pods) are gone before it is, so ordered deletion deletes what it
 //     depends on only after them. The garbage collector (kube-controller-manager) does this work; a bare
 //     API server without it (envtest) never removes such a child.
-//   - absent, or DeletionPolicyBackground: the default, background propagation: the child goes at once
+//   - absent, or "background": the default, background propagation: the child goes at once
 //     and the garbage collector removes its dependents afterwards.
 //
 // Any other value makes Graph.Validate fail.
-const DeletionPolicyAnnotation = "convergo.dev/deletion-policy"
-
-// Values of DeletionPolicyAnnotation.
-const (
-	// DeletionPolicyKeep keeps the child when its owner is deleted or the child is pruned (released).
-	DeletionPolicyKeep = "keep"
-	// DeletionPolicyForeground deletes the child with foreground propagation.
-	DeletionPolicyForeground = "foreground"
-	// DeletionPolicyBackground deletes the child with background propagation, as without the annotation.
-	DeletionPolicyBackground = "background"
-)
+const DeletionPolicyAnnotation = marks.DeletionPolicy
 
 // deletionPolicy is how one child goes; a greater value is the stronger choice.
 type deletionPolicy int
@@ -57,9 +49,9 @@ func policyOf(obj client.Object) deletionPolicy {
 		return policyBackground
 	}
 	switch obj.GetAnnotations()[DeletionPolicyAnnotation] {
-	case DeletionPolicyKeep:
+	case marks.PolicyKeep:
 		return policyKeep
-	case DeletionPolicyForeground:
+	case "foreground":
 		return policyForeground
 	}
 	return policyBackground

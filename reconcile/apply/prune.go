@@ -253,7 +253,7 @@ func (a *Applier) listTracked(ctx context.Context, reader client.Reader, owner, 
 	if err != nil {
 		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
 	}
-	if err := reader.List(ctx, list, client.MatchingLabels(ownership.TrackingLabels(owner))); err != nil {
+	if err := reader.List(ctx, list, client.MatchingLabels{ownership.OwnerUIDLabel: string(owner.GetUID())}); err != nil {
 		return nil, gvk, fmt.Errorf("list tracked %s: %w", gvk.Kind, err)
 	}
 	objs, err := meta.ExtractList(list)

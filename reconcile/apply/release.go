@@ -17,7 +17,7 @@ import (
 	"github.com/convergo-dev/convergo/ownership"
 )
 
-// release makes live, a kept child of owner (DeletionPolicyKeep), no longer owner's, instead of
+// release makes live, a kept child of owner ("keep"), no longer owner's, instead of
 // deleting it: one JSON patch removes owner's owner references and, when it is tracked by owner, the
 // tracking labels and annotations, each removal guarded by a test of the value it removes, and the whole
 // by a test of live's UID. A copy that is stale (a test fails, 422) is read once from the API server and

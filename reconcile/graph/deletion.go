@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -20,7 +21,7 @@ import (
 // child's annotation, so a child marked kept is kept even if the owner is deleted before the marked
 // version was applied. The last of KeepOnDelete and DeletionPropagation wins.
 func (n *Node) KeepOnDelete() *Node {
-	n.setDeletionPolicy(apply.DeletionPolicyKeep)
+	n.setDeletionPolicy(marks.PolicyKeep)
 	return n
 }
 
@@ -39,7 +40,7 @@ func (n *Node) DeletionPropagation(p metav1.DeletionPropagation) *Node {
 	case metav1.DeletePropagationBackground:
 		n.setDeletionPolicy("")
 	case metav1.DeletePropagationForeground:
-		n.setDeletionPolicy(apply.DeletionPolicyForeground)
+		n.setDeletionPolicy(marks.PolicyForeground)
 	default:
 		n.setDeletionPolicy(string(p)) // refused by Validate, by name
 	}
@@ -50,8 +51,8 @@ func (n *Node) DeletionPropagation(p metav1.DeletionPropagation) *Node {
 // on a copy of the annotations map, which the caller may share between objects.
 func (n *Node) setDeletionPolicy(value string) {
 	if n.ext != nil {
-		n.ext.keep, n.ext.badPolicy = value == apply.DeletionPolicyKeep, ""
-		if value != "" && value != apply.DeletionPolicyKeep {
+		n.ext.keep, n.ext.badPolicy = value == marks.PolicyKeep, ""
+		if value != "" && value != marks.PolicyKeep {
 			n.ext.badPolicy = value
 		}
 		return
@@ -78,11 +79,11 @@ func (n *Node) setDeletionPolicy(value string) {
 func checkDeletionPolicy(n *Node) error {
 	v, ok := n.obj.GetAnnotations()[apply.DeletionPolicyAnnotation]
 	switch {
-	case !ok, v == apply.DeletionPolicyKeep, v == apply.DeletionPolicyForeground, v == apply.DeletionPolicyBackground:
+	case !ok, v == marks.PolicyKeep, v == marks.PolicyForeground, v == marks.PolicyBackground:
 		return nil
 	case v == string(metav1.DeletePropagationOrphan):
 		return fmt.Errorf("%w: child %q: deletion propagation Orphan is not supported (it would leave the child's own dependents without owner); use KeepOnDelete to keep the child itself", ErrInvalidGraph, n.name)
 	}
 	return fmt.Errorf("%w: child %q: %s=%q is none of %q, %q, %q", ErrInvalidGraph, n.name, apply.DeletionPolicyAnnotation, v,
-		apply.DeletionPolicyKeep, apply.DeletionPolicyForeground, apply.DeletionPolicyBackground)
+		marks.PolicyKeep, marks.PolicyForeground, marks.PolicyBackground)
 }

@@ -327,7 +327,7 @@ func TestKeptChildIsNeverRecreated(t *testing.T) {
 			desired := func(v string) *corev1.ConfigMap {
 				o := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Data: map[string]string{"k": v}}
 				if keep {
-					o.Annotations = map[string]string{apply.DeletionPolicyAnnotation: apply.DeletionPolicyKeep}
+					o.Annotations = map[string]string{apply.DeletionPolicyAnnotation: marks.PolicyKeep}
 				}
 				return o
 			}
@@ -368,7 +368,7 @@ func TestReleaseFromStaleCopy(t *testing.T) {
 	a := apply.NewApplier(cache, server)
 	app := applytest.Owner("app")
 	kept := cm("data")
-	kept.Annotations = map[string]string{apply.DeletionPolicyAnnotation: apply.DeletionPolicyKeep}
+	kept.Annotations = map[string]string{apply.DeletionPolicyAnnotation: marks.PolicyKeep}
 	if _, _, err := a.Apply(t.Context(), app, kept); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/convergo-dev/convergo/examples/database/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/database/controller"
-	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
@@ -261,7 +260,7 @@ func TestDatabaseNeverSteals(t *testing.T) {
 		Spec: v1alpha1.DatabaseSpec{DatabaseName: "payroll"}})
 	harness.WaitForObject(t, f.env.Client, client.ObjectKeyFromObject(db), db, timeout, func(db *v1alpha1.Database) bool {
 		c := meta.FindStatusCondition(db.GetConditions(), status.Stalled)
-		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reconcile.ReasonNotOwned &&
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "NotOwned" &&
 			strings.Contains(c.Message, `external node "database": postgres.database payroll exists but was not created for this owner`)
 	})
 	if owner := f.is(t, `SELECT pg_get_userbyid(datdba) = 'postgres' FROM pg_database WHERE datname = 'payroll'`); !owner {
@@ -317,7 +316,7 @@ func TestDatabaseOutage(t *testing.T) {
 	stopped := time.Now()
 	harness.WaitForObject(t, f.env.Client, key, db, timeout, func(db *v1alpha1.Database) bool {
 		c := meta.FindStatusCondition(db.GetConditions(), status.Reconciling)
-		return c != nil && c.Reason == reconcile.ReasonObserveFailed && strings.Contains(c.Message, `external node "role"`)
+		return c != nil && c.Reason == "ObserveFailed" && strings.Contains(c.Message, `external node "role"`)
 	})
 	down := *meta.FindStatusCondition(db.GetConditions(), status.Reconciling)
 	for time.Since(stopped) < 30*time.Second {
@@ -413,7 +412,7 @@ func TestDatabaseDeletionFailureSaid(t *testing.T) {
 	failedWith := func(node, substr string) func(*v1alpha1.Database) bool {
 		return func(db *v1alpha1.Database) bool {
 			c := meta.FindStatusCondition(db.GetConditions(), status.Ready)
-			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reconcile.ReasonDeletionFailed &&
+			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "DeletionFailed" &&
 				strings.Contains(c.Message, `external node "`+node) && strings.Contains(c.Message, substr)
 		}
 	}
@@ -424,7 +423,7 @@ func TestDatabaseDeletionFailureSaid(t *testing.T) {
 
 	f.pg.Kill(t)
 	harness.WaitForObject(t, f.env.Client, key, db, timeout, failedWith("", "connection refused"))
-	if c := meta.FindStatusCondition(db.GetConditions(), status.Reconciling); c == nil || c.Status != metav1.ConditionTrue || c.Reason != reconcile.ReasonDeletionFailed {
+	if c := meta.FindStatusCondition(db.GetConditions(), status.Reconciling); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "DeletionFailed" {
 		t.Errorf("Reconciling while PostgreSQL is down: %+v, want True/DeletionFailed", c)
 	}
 	if len(db.Finalizers) == 0 {

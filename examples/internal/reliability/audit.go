@@ -11,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -183,7 +185,7 @@ func auditObject(rep *Report, op *Operator, obj status.Object, kept []string) bo
 			ok = false
 		}
 	}
-	if g, has := status.ObservedGeneration(obj); has && g != gen {
+	if g, has := observedGeneration(obj); has && g != gen {
 		rep.problem("%s %s has status.observedGeneration %d, want %d", op.Name, name, g, gen)
 		ok = false
 	}
@@ -257,4 +259,14 @@ func WaitConverged(t testing.TB, c client.Reader, exp Expectation, timeout time.
 		return rep.OK(), rep.String()
 	})
 	return rep
+}
+
+// observedGeneration returns obj's status.observedGeneration, and false when it has none.
+func observedGeneration(obj client.Object) (int64, bool) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return 0, false
+	}
+	g, has, err := unstructured.NestedInt64(u, "status", "observedGeneration")
+	return g, has && err == nil
 }
