@@ -51,9 +51,9 @@ func (r Reference) String() string {
 	return fmt.Sprintf("%s %s (uid %s)", kind, name, r.UID)
 }
 
-// ReferenceTo builds the Reference of obj, taking its kind from the object or, when the object
+// referenceTo builds the Reference of obj, taking its kind from the object or, when the object
 // carries no type information (typed objects read from a cache), from the scheme.
-func ReferenceTo(obj client.Object, scheme *runtime.Scheme) (Reference, error) {
+func referenceTo(obj client.Object, scheme *runtime.Scheme) (Reference, error) {
 	gvk, err := gvkOf(obj, scheme)
 	if err != nil {
 		return Reference{}, err
@@ -87,7 +87,7 @@ func (e *AlreadyOwnedError) Error() string {
 // cases use Track instead (plus a finalizer on the owner that deletes the child): the garbage
 // collector cannot help there. The owner must have a UID (read it from the API server first).
 func SetController(owner, child client.Object, scheme *runtime.Scheme) error {
-	ownerRef, err := ReferenceTo(owner, scheme)
+	ownerRef, err := referenceTo(owner, scheme)
 	if err != nil {
 		return fmt.Errorf("set controller: owner: %w", err)
 	}
@@ -157,8 +157,8 @@ func CheckControllable(owner, child client.Object, scheme *runtime.Scheme) error
 }
 
 func alreadyOwned(owner, child client.Object, current metav1.OwnerReference, scheme *runtime.Scheme) error {
-	ownerRef, _ := ReferenceTo(owner, scheme)
-	childRef, _ := ReferenceTo(child, scheme)
+	ownerRef, _ := referenceTo(owner, scheme)
+	childRef, _ := referenceTo(child, scheme)
 	currentRef, _ := referenceFrom(child, current)
 	return &AlreadyOwnedError{Child: childRef, Owner: ownerRef, Current: currentRef}
 }

@@ -35,7 +35,7 @@ const OwnerUIDLabel = marks.OwnerUID
 // marks): TrackedOwner reads the rest from the reference. Track does not touch owner references
 // and never fails on a child that another owner tracks: check IsTrackedBy first when that matters.
 func Track(owner, child client.Object, scheme *runtime.Scheme) error {
-	ref, err := ReferenceTo(owner, scheme)
+	ref, err := referenceTo(owner, scheme)
 	if err != nil {
 		return fmt.Errorf("track %s: owner: %w", child.GetName(), err)
 	}

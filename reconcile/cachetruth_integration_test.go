@@ -593,7 +593,7 @@ func TestIntegrationReconcilerDeletesWhatShrankWhileDown(t *testing.T) {
 			// controller's finalizer already, as an earlier controller left it.
 			const fin = "test.convergo.dev/gone"
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "gone", Finalizers: []string{fin},
-				Annotations: map[string]string{reconcile.SuspendAnnotation: "true"}}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
+				Annotations: map[string]string{"convergo.dev/suspend": "true"}}, Spec: testapi.WidgetSpec{Data: map[string]string{"k": "v"}}}
 			// The Widgets' watch is not held: the controller must see the deletion.
 			wc, children := startShrunkWhileDown(t, v, harness.NewWatchGate("configmaps"), w, reconcile.WithFinalizer(fin))
 			if err := wc.Delete(t.Context(), w); err != nil {

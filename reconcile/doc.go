@@ -25,13 +25,36 @@
 // another verdict; the answer to the owner's own write wakes nothing. WithEveryChildChange wakes the
 // owner on every child update instead.
 //
-// Suspension (Hooks.Suspended, or the annotation SuspendAnnotation) leaves the children exactly as they
-// are; sharding (WithSharding, package sharding) makes several replicas active, each on its share.
+// Suspension (Hooks.Suspended, or the annotation convergo.dev/suspend) leaves the children exactly as
+// they are; sharding (WithSharding, package sharding) makes several replicas active, each on its share.
 //
 // A Reconciler runs 4 workers and 20 more places for objects being deleted unless told otherwise
 // (MaxConcurrentReconciles in WithControllerOptions, WithDeletionConcurrency). Every reconcile is an
 // OpenTelemetry span, with why it ran (its trigger) and what each graph node did; tracing is off until
 // the program sets a tracer provider (WithTracerProvider, or OpenTelemetry's global one).
+//
+// # Suspension
+//
+// The annotation convergo.dev/suspend suspends the reconciliation of one object when set to "true" on it (kubectl
+// annotate welcome alice convergo.dev/suspend=true); removing it, or any other value, resumes. An
+// operator whose API has a field for it (Flux's spec.suspend) reports it with Hooks.Suspended instead.
+//
+// While suspended, the object's children are left exactly as they are: nothing is applied, pruned or
+// reverted, and no request is sent but the one status write that says so, without an event. The status
+// reads right in kstatus-based tools (kubectl wait, Flux and Argo CD health checks):
+//
+//   - Suspended=True says why nothing happens and how to resume;
+//   - Ready keeps its verdict when it was True: the children that made the object ready are still
+//     there, so kstatus reads it Current and a wait on it ends; otherwise Ready=False with reason
+//     Suspended, which kstatus reads InProgress (nothing will make it ready until it resumes);
+//   - Reconciling and Stalled are removed, so kstatus never reads a suspended object as Failed;
+//   - status.observedGeneration (and the conditions') stays at the generation the suspension was
+//     first seen at: a spec changed while suspended reads InProgress in kstatus until it is applied
+//     after the resume, while an unchanged suspended object stays Current.
+//
+// Resuming removes the Suspended condition and converges at once. Deleting a suspended object is not
+// suspended: its children are deleted in order and the finalizer removed, since a deletion that waited
+// for a resume would hold the object, and a finalizer dropped without it would orphan its children.
 //
 // # Conditions
 //

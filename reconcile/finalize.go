@@ -122,7 +122,7 @@ func (r *Reconciler[T]) deletionFails(ctx context.Context, log logr.Logger, obj,
 // deleteChildren deletes the graph in reverse order, then any other child of the known types (types
 // the graph no longer declares). When the graph cannot be built from the spec, it deletes the
 // children of the known types and the recorded external objects in the order their marks say
-// (graph.DeleteByMarks). The result is never nil; its Deleted lists what this pass deleted, even on
+// (Graph.DeleteByMarks). The result is never nil; its Deleted lists what this pass deleted, even on
 // error.
 func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj T) (*graph.DeleteResult, error) {
 	typesToDelete := r.knownTypes()
@@ -149,7 +149,7 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 		rest, err := seam.Of(r.applier).DeleteOwned(ctx, obj, seam.OwnedScope{MayHold: mayHold}, typesToDelete...)
 		return ownedResult(res.Deleted, rest), err
 	}
-	return graph.DeleteByMarks(ctx, r.applier, obj, typesToDelete, r.extKinds...)
+	return graph.New(r.extKinds...).DeleteByMarks(ctx, r.applier, obj, typesToDelete...)
 }
 
 // ownedResult is the result of a deletion pass that deleted (in graph order) what deleted lists, then

@@ -109,7 +109,7 @@ func WithOwns(objs ...client.Object) ReconcilerOption {
 
 // WithExternalKinds declares the kinds of external objects the Children hook's graphs declare, so
 // that an object whose graph cannot be built while it is deleted (an invalid spec, a referenced
-// Secret gone) still has its external objects deleted, in order (see graph.DeleteByMarks). Without
+// Secret gone) still has its external objects deleted, in order (see graph.Graph.DeleteByMarks). Without
 // it such a deletion waits, finalizer in place, with a DeletionFailed condition naming the kind,
 // until the spec is fixed.
 func WithExternalKinds[S any](kinds ...graph.External[S]) ReconcilerOption {

@@ -203,7 +203,7 @@ type Hooks[T status.Object] struct {
 	// at again after the poll interval. It must be idempotent.
 	Cleanup func(ctx context.Context, obj T) (done bool, err error)
 	// Suspended reports whether obj's reconciliation is suspended by its spec (e.g. spec.suspend), in
-	// addition to SuspendAnnotation, which always works. See SuspendAnnotation for what suspension does.
+	// addition to suspendAnnotation, which always works. See suspendAnnotation for what suspension does.
 	Suspended func(obj T) bool
 	// Failed runs when a reconcile fails (a transient error, an invalid spec, a Status hook's error),
 	// before the Reconciler sets its own conditions and writes the status: set your own conditions
@@ -446,7 +446,7 @@ func (r *Reconciler[T]) setConditions(obj T, out outcome) bool {
 	if r.summary != nil {
 		return r.setSummarized(obj, out)
 	}
-	resumed := status.Remove(obj, ConditionSuspended)
+	resumed := status.Remove(obj, conditionSuspended)
 	return r.setOutcome(obj, out) || resumed
 }
 
@@ -454,7 +454,7 @@ func (r *Reconciler[T]) setConditions(obj T, out outcome) bool {
 // again from the author's conditions (status.Summarize).
 func (r *Reconciler[T]) setSummarized(obj T, out outcome) bool {
 	before := slices.Clone(obj.GetConditions())
-	status.Remove(obj, ConditionSuspended)
+	status.Remove(obj, conditionSuspended)
 	r.setOutcome(obj, out)
 	s := *r.summary
 	if ready := meta.FindStatusCondition(obj.GetConditions(), status.Ready); ready != nil && ready.Status == metav1.ConditionTrue {

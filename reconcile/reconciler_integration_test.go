@@ -965,7 +965,7 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 	wt.waitWidget(t, w, "Ready", isReady)
 	setSuspend := func(value string) {
 		t.Helper()
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, reconcile.SuspendAnnotation, value)
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, "convergo.dev/suspend", value)
 		if err := wt.client.Patch(t.Context(), &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "paused", Namespace: wt.ns}},
 			client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 			t.Fatal(err)
@@ -982,7 +982,7 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 
 	setSuspend(`"true"`)
 	wt.waitWidget(t, w, "Suspended=True", func(w *testapi.Widget) bool {
-		return condition(w, reconcile.ConditionSuspended) == "True/"+reconcile.ConditionSuspended
+		return condition(w, "Suspended") == "True/"+"Suspended"
 	})
 	wt.counter.Reset()
 	seenSuspended := metricValue(t, "convergo_reconcile_results_total", map[string]string{"controller": wt.name, "result": "suspended"})
@@ -1044,7 +1044,7 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 	wt.waitWidget(t, w, "Ready after resuming", func(w *testapi.Widget) bool {
 		c := meta.FindStatusCondition(w.GetConditions(), status.Ready)
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && w.Status.ObservedGeneration == gen &&
-			meta.FindStatusCondition(w.GetConditions(), reconcile.ConditionSuspended) == nil
+			meta.FindStatusCondition(w.GetConditions(), "Suspended") == nil
 	})
 	if diff := cmp.Diff([]map[string]string{{"replicas": "2"}, {"k": "v"}}, []map[string]string{childData("paused-derived"), childData("paused-config")}); diff != "" {
 		t.Errorf("after resuming: derived and config (-want +got):\n%s", diff)
@@ -1052,7 +1052,7 @@ func TestIntegrationReconcilerSuspend(t *testing.T) {
 
 	setSuspend(`"true"`)
 	wt.waitWidget(t, w, "suspended again", func(w *testapi.Widget) bool {
-		return condition(w, reconcile.ConditionSuspended) == "True/"+reconcile.ConditionSuspended
+		return condition(w, "Suspended") == "True/"+"Suspended"
 	})
 	if err := wt.client.Delete(t.Context(), w); err != nil {
 		t.Fatal(err)

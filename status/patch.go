@@ -32,7 +32,6 @@ type Patcher struct {
 	client       client.Client
 	reader       client.Reader
 	retry        wait.Backoff
-	fieldManager string
 }
 
 // Option configures a Patcher.
@@ -41,7 +40,6 @@ type Option func(*config)
 type config struct {
 	reader       client.Reader
 	retry        wait.Backoff
-	fieldManager string
 }
 
 // WithAPIReader sets the reader used to re-read the object after a conflict. Default: the Patcher's client.
@@ -54,18 +52,13 @@ func WithAPIReader(r client.Reader) Option { return func(c *config) { c.reader =
 // Default: 6 attempts, 10ms doubling (retry.DefaultRetry's shape, with one more step).
 func WithRetry(b wait.Backoff) Option { return func(c *config) { c.retry = b } }
 
-// WithFieldManager sets the field manager recorded for the patches (as apply.WithFieldManager does for
-// applies). Default: none, so the client's own (client.WithFieldOwner) or the one the server derives
-// from the user agent.
-func WithFieldManager(name string) Option { return func(c *config) { c.fieldManager = name } }
-
 // NewPatcher returns a Patcher that writes through c.
 func NewPatcher(c client.Client, opts ...Option) *Patcher {
 	cfg := config{reader: c, retry: wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Steps: 6}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Patcher{client: c, reader: cfg.reader, retry: cfg.retry, fieldManager: cfg.fieldManager}
+	return &Patcher{client: c, reader: cfg.reader, retry: cfg.retry}
 }
 
 // Patch writes obj's status if it differs from before, a deep copy of obj taken before the status was
@@ -148,12 +141,8 @@ func (p *Patcher) send(ctx context.Context, obj client.Object, rv string, status
 	if err != nil {
 		return fmt.Errorf("encode status patch: %w", err)
 	}
-	var opts []client.SubResourcePatchOption
-	if p.fieldManager != "" {
-		opts = append(opts, client.FieldOwner(p.fieldManager))
-	}
 	out := kobj.NewLike(obj)
-	if err := p.client.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, data), opts...); err != nil {
+	if err := p.client.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return err
 	}
 	return kobj.CopyInto(obj, out)

@@ -307,11 +307,11 @@ func TestPatcherUnstructured(t *testing.T) {
 
 func TestPatcherFieldManager(t *testing.T) {
 	cases := map[string]struct {
-		opts []Option
-		want string
+		owner string
+		want  string
 	}{
-		"none by default":  {want: ""},
-		"WithFieldManager": {opts: []Option{WithFieldManager("memcached")}, want: "memcached"},
+		"none by default":          {want: ""},
+		"the client's field owner": {owner: "memcached", want: "memcached"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -333,7 +333,11 @@ func TestPatcherFieldManager(t *testing.T) {
 			}
 			before := w.DeepCopy()
 			w.Status.Summary = "changed"
-			if _, err := NewPatcher(cl, tc.opts...).Patch(t.Context(), w, before); err != nil {
+			var c client.Client = cl
+			if tc.owner != "" {
+				c = client.WithFieldOwner(cl, tc.owner)
+			}
+			if _, err := NewPatcher(c).Patch(t.Context(), w, before); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff([]string{tc.want}, got); diff != "" {

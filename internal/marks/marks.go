@@ -18,7 +18,7 @@ const (
 
 // The graph's marks (package graph): on each child, its node and the nodes it depends on, so that
 // the order can be shown from live objects (kubectl convergo tree) and followed without the graph
-// (graph.DeleteByMarks). They are part of the child's intent: they change only when the graph's shape
+// (Graph.DeleteByMarks). They are part of the child's intent: they change only when the graph's shape
 // does.
 const (
 	// Node, an annotation, holds the name of the child's node in its owner's Graph (the name given to

@@ -478,6 +478,12 @@ func (a *Applier) namespaced(obj, owner client.Object, gvk schema.GroupVersionKi
 	return false, err
 }
 
+// reference names obj in an ownership error.
+func (a *Applier) reference(obj client.Object) ownership.Reference {
+	gvk, _ := apiutil.GVKForObject(obj, a.scheme)
+	return ownership.Reference{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()}
+}
+
 // checkOwner refuses a live child that belongs to someone else.
 func (a *Applier) checkOwner(owner, live client.Object) error {
 	if err := ownership.CheckControllable(owner, live, a.scheme); err != nil {
@@ -486,8 +492,7 @@ func (a *Applier) checkOwner(owner, live client.Object) error {
 	if metav1.GetControllerOfNoCopy(live) != nil || ownership.IsTrackedBy(live, owner) {
 		return nil // controlled by owner, or tracked by it
 	}
-	ownerRef, _ := ownership.ReferenceTo(owner, a.scheme)
-	childRef, _ := ownership.ReferenceTo(live, a.scheme)
+	ownerRef, childRef := a.reference(owner), a.reference(live)
 	if current, ok := ownership.TrackedOwner(live); ok {
 		return &ownership.AlreadyOwnedError{Child: childRef, Owner: ownerRef, Current: current}
 	}

@@ -92,7 +92,7 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, declaredObjs [
 // deleteOwned deletes every child of owner of the given types (found by owner's tracking label) and
 // reports which children this call deleted, which still exist and whether none is left; scope says
 // where it looks and in which order it deletes. Use it during deletion for kinds the graph no longer
-// declares, or when the graph cannot be built (graph.DeleteByMarks).
+// declares, or when the graph cannot be built (Graph.DeleteByMarks).
 //
 // Children are found by their tracking label in the cache (or the API server, see seam.OwnedScope), and,
 // since the cache may not show a child

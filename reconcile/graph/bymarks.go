@@ -15,7 +15,7 @@ import (
 )
 
 // DeleteByMarks deletes what owner holds when its Graph cannot be built (an invalid spec, a
-// referenced object gone): its cluster children of the given types, listed by owner's tracking label
+// referenced object gone); call it on a Graph without nodes, New(opts...): its cluster children of the given types, listed by owner's tracking label
 // from the API server (one LIST per kind, so that a cache that lags or filters cannot make a child
 // look gone), and the external objects recorded on owner (marks.External), in reverse dependency
 // order as the marks say that Apply left on each (marks.Node and marks.DependsOn on a child,
@@ -23,11 +23,10 @@ import (
 // nothing left of owner depends on its node; a child without a node mark is deleted at once. Each
 // goes as Delete would delete it: a kept child or external object is released.
 //
-// The kinds of the external objects come from opts (WithExternalKinds): a recorded object of a kind
+// The kinds of the external objects come from g's options (WithExternalKinds): a recorded object of a kind
 // none declares is an error that names the kind, and stays recorded. Call it again, as Delete, until
 // Done.
-func DeleteByMarks(ctx context.Context, a *apply.Applier, owner client.Object, types []client.Object, opts ...Option) (*DeleteResult, error) {
-	g := New(opts...)
+func (g *Graph) DeleteByMarks(ctx context.Context, a *apply.Applier, owner client.Object, types ...client.Object) (*DeleteResult, error) {
 	rec := newRecord(a, owner)
 	if rec.err != nil {
 		return &DeleteResult{}, rec.err

@@ -84,7 +84,7 @@ func TestDeleteByMarks(t *testing.T) {
 	}
 
 	t.Run("without the external kinds", func(t *testing.T) {
-		res, err := DeleteByMarks(t.Context(), f.a, f.owner, []client.Object{&corev1.ConfigMap{}})
+		res, err := New().DeleteByMarks(t.Context(), f.a, f.owner, &corev1.ConfigMap{})
 		var nodeErr *NodeError
 		if !errors.As(err, &nodeErr) || nodeErr.Step != StepDelete || !strings.Contains(err.Error(), `kind "mem.thing" is unknown`) {
 			t.Fatalf("DeleteByMarks without WithExternalKinds: %v, want a delete NodeError naming kind mem.thing", err)
@@ -99,7 +99,7 @@ func TestDeleteByMarks(t *testing.T) {
 
 	var passes []string
 	for range 5 {
-		res, err := DeleteByMarks(t.Context(), f.a, f.owner, []client.Object{&corev1.ConfigMap{}}, WithExternalKinds(f.s))
+		res, err := New(WithExternalKinds(f.s)).DeleteByMarks(t.Context(), f.a, f.owner, &corev1.ConfigMap{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,7 +69,7 @@ type OwnedScope struct {
 	FromAPIServer bool
 	// Order, when not nil, is given every child that still exists and says for each whether its
 	// deletion is due now (due[i] for children[i]); the others wait for a later pass. Package graph
-	// orders children by the node marks each carries (graph.DeleteByMarks).
+	// orders children by the node marks each carries (Graph.DeleteByMarks).
 	Order func(children []client.Object) (due []bool)
 }
 
