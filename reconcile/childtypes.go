@@ -12,7 +12,6 @@ import (
 
 	"github.com/convergo-dev/convergo/internal/kobj"
 	"github.com/convergo-dev/convergo/reconcile/graph"
-	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
 // declaredTypes returns the first declared child of each child kind of g, in declaration order, with
@@ -92,7 +91,7 @@ func (r *Reconciler[T]) typesToPrune(owner T, g *graph.Graph) []client.Object {
 		}
 		gk := gvk.GroupKind()
 		declared[gk]++
-		if seam.Of(r.applier).Unseen(owner, n.Object()) {
+		if r.unseenIn(n.Cluster(), owner, n.Object()) {
 			unseen[gk] = true
 		}
 	}

@@ -82,7 +82,9 @@ func (r *Reconciler[T]) finalize(ctx context.Context, log logr.Logger, obj T) (c
 	if ts := obj.GetDeletionTimestamp(); ts != nil {
 		r.metrics.deleted(time.Since(ts.Time))
 	}
-	seam.Of(r.applier).ForgetChildren(obj.GetUID())
+	for _, a := range r.appliers() {
+		seam.Of(a).ForgetChildren(obj.GetUID())
+	}
 	// No event: the object is gone right after this; the ChildrenDeleted events (WithChangeEvents)
 	// and the log tell the story.
 	log.Info("finalized: children deleted, cleanup done, finalizer removed")
@@ -146,7 +148,7 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, log logr.Logger, obj
 		// still hold a child of it (a list scans every cached object of the kind: N^2 label checks
 		// over the deletion of N owners).
 		mayHold := func(gk schema.GroupKind) bool { return r.counts.mayHoldUndeclared(obj.GetUID(), gk, 0) }
-		rest, err := seam.Of(r.applier).DeleteOwned(ctx, obj, seam.OwnedScope{MayHold: mayHold}, typesToDelete...)
+		rest, err := r.deleteOwned(ctx, obj, seam.OwnedScope{MayHold: mayHold}, typesToDelete)
 		return ownedResult(res.Deleted, rest), err
 	}
 	return graph.New(r.extKinds...).DeleteByMarks(ctx, r.applier, obj, typesToDelete...)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/reconcile/member"
 	"github.com/convergo-dev/convergo/sharding"
 	"github.com/convergo-dev/convergo/status"
 )
@@ -35,6 +36,7 @@ type reconcilerConfig struct {
 	watches      []extraWatch
 	references   []reference
 	shard        *sharding.Shard
+	members      *member.Set
 	// everyChildChange: every child update wakes the owner (WithEveryChildChange).
 	everyChildChange bool
 	// deletionConcurrent is WithDeletionConcurrency's number.

@@ -34,6 +34,7 @@ import (
 	"github.com/convergo-dev/convergo/reconcile/apply"
 	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/reconcile/internal/seam"
+	"github.com/convergo-dev/convergo/reconcile/member"
 	"github.com/convergo-dev/convergo/sharding"
 	"github.com/convergo-dev/convergo/status"
 )
@@ -172,6 +173,8 @@ type Reconciler[T status.Object] struct {
 	initErr      error
 	// shard is set by WithSharding.
 	shard *sharding.Shard
+	// members are WithMemberClusters'.
+	members *member.Set
 
 	mu         sync.Mutex
 	controller controller.Controller

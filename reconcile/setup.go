@@ -119,6 +119,9 @@ func (r *Reconciler[T]) init(mgr manager.Manager, cfg reconcilerConfig) error {
 		applierOpts = append(applierOpts, apply.WithWriteGuard(r.shard.Writable))
 	}
 	r.applier = apply.NewApplier(base, mgr.GetAPIReader(), append(applierOpts, cfg.applierOpts...)...)
+	if r.members = cfg.members; r.members != nil {
+		seam.Of(r.applier).SetMembers(r.members.Get, r.members.Names)
+	}
 	r.apiReader = mgr.GetAPIReader()
 	r.patcher = status.NewPatcher(writer, status.WithAPIReader(r.apiReader))
 	r.recorder = cfg.recorder
@@ -217,6 +220,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	r.mu.Lock()
 	r.controller = c
 	r.mu.Unlock()
+	r.setupMembers(context.Background())
 	return nil
 }
 

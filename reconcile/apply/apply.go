@@ -24,6 +24,7 @@ import (
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/internal/intent"
 	"github.com/convergo-dev/convergo/reconcile/internal/seam"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 // Operation is what Apply (or a Graph) did to a child.
@@ -120,6 +121,12 @@ type Applier struct {
 	known *knowledge
 	// protos holds one empty object per child type, shared by the records (never modified).
 	protos sync.Map
+	// remote: the Applier of a member cluster (In), whose children are tracked, never controlled;
+	// cluster is that member's name.
+	remote      bool
+	cluster     string
+	memberCache cache.Cache
+	members     members
 	// scopes holds, by GroupVersionKind, whether the kind is namespaced, as the client's REST mapper
 	// answered (a kind's scope never changes; a CRD's is immutable).
 	scopes sync.Map
@@ -158,9 +165,12 @@ func NewApplier(c client.Client, apiReader client.Reader, opts ...Option) *Appli
 		panic(errNilAPIReader)
 	}
 	a := &Applier{client: c, scheme: c.Scheme(), cfg: cfg, reader: apiReader, known: newKnowledge(), readsCache: sameReader(c, apiReader)}
-	seam.Set(&a.hook, writes{a})
+	setSeam(a)
 	return a
 }
+
+// setSeam makes a's seam.Applier reachable through seam.Of(a).
+func setSeam(a *Applier) { seam.Set(&a.hook, writes{a}) }
 
 // Client returns the client the Applier reads and writes with.
 func (a *Applier) Client() client.Client { return a.client }
@@ -205,6 +215,9 @@ func (a *Applier) Apply(ctx context.Context, owner, desired client.Object) (clie
 	obj, ok := desired.DeepCopyObject().(client.Object)
 	if !ok {
 		return nil, "", fmt.Errorf("apply %T: not a client.Object", desired)
+	}
+	if err := a.reachable(ctx, obj); err != nil {
+		return nil, "", err
 	}
 	return a.applyOwn(ctx, owner, obj)
 }
@@ -449,7 +462,8 @@ func (a *Applier) prepare(owner, obj client.Object, gvk schema.GroupVersionKind)
 	what := func() string { return kobj.DescribeKey(gvk.Kind, client.ObjectKeyFromObject(obj)) }
 	// A kept child gets no controller reference, so the garbage collector never deletes it (see
 	// DeletionPolicyAnnotation); the tracking labels make it owner's.
-	if (owner.GetNamespace() == "" || owner.GetNamespace() == obj.GetNamespace()) && policyOf(obj) != policyKeep {
+	// Nor does a child in a member cluster: an owner reference cannot point into another cluster.
+	if !a.remote && (owner.GetNamespace() == "" || owner.GetNamespace() == obj.GetNamespace()) && policyOf(obj) != policyKeep {
 		if err := ownership.SetController(owner, obj, a.scheme); err != nil {
 			return fmt.Errorf("apply %s: %w", what(), err)
 		}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 )
 
@@ -45,3 +46,9 @@ func (w writes) MayWrite() error { return w.a.mayWrite() }
 func (w writes) DeleteOwned(ctx context.Context, owner client.Object, scope seam.OwnedScope, types ...client.Object) (*seam.OwnedDeletion, error) {
 	return w.a.deleteOwned(ctx, owner, scope, types...)
 }
+
+func (w writes) SetMembers(lookup func(name string) (cluster.Cluster, bool), names func() []string) {
+	w.a.setMembers(lookup, names)
+}
+
+func (w writes) MemberNames() []string { return w.a.memberNames() }

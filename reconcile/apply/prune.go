@@ -30,6 +30,9 @@ import (
 // Pass every kind the controller may create (the kinds it owns) as types: a kind no longer declared
 // at all still holds children to prune.
 func (a *Applier) Prune(ctx context.Context, owner client.Object, declaredObjs []client.Object, types ...client.Object) ([]client.Object, error) {
+	if err := a.reachable(ctx, types...); err != nil {
+		return nil, fmt.Errorf("prune: %w", err)
+	}
 	declared := map[objectID]bool{}
 	for _, obj := range declaredObjs {
 		id, err := a.identityOf(obj, owner)
@@ -104,6 +107,9 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, declaredObjs [
 // or release is sent once. On error the result holds what was done before it.
 func (a *Applier) deleteOwned(ctx context.Context, owner client.Object, scope seam.OwnedScope, types ...client.Object) (*seam.OwnedDeletion, error) {
 	res := &seam.OwnedDeletion{}
+	if err := a.reachable(ctx, types...); err != nil {
+		return res, err
+	}
 	children, err := a.ownedChildren(ctx, owner, scope, types)
 	if err != nil {
 		return res, err

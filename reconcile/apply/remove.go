@@ -16,7 +16,7 @@ import (
 // one more pass; one that has not seen someone else delete it lets its re-creation skip the wait once.
 func (a *Applier) Exists(ctx context.Context, owner, desired client.Object) bool {
 	id, err := a.identityOf(desired, owner)
-	if err != nil {
+	if err != nil || a.reachable(ctx, desired) != nil {
 		return false
 	}
 	live := kobj.New(desired)
@@ -43,6 +43,9 @@ type DeleteStep struct {
 func (a *Applier) Delete(ctx context.Context, owner, desired client.Object) (DeleteStep, error) {
 	id, err := a.identityOf(desired, owner)
 	if err != nil {
+		return DeleteStep{}, err
+	}
+	if err := a.reachable(ctx, desired); err != nil {
 		return DeleteStep{}, err
 	}
 	want := policyOf(desired)

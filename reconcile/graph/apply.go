@@ -156,7 +156,8 @@ func (g *Graph) Apply(ctx context.Context, a *apply.Applier, owner client.Object
 // for a cluster child, Observe's for an external node (an error counts as missing).
 func (g *Graph) exists(ctx context.Context, a *apply.Applier, owner client.Object, n *Node) bool {
 	if n.ext == nil {
-		return a.Exists(ctx, owner, n.obj)
+		ma, err := a.In(n.cluster)
+		return err == nil && ma.Exists(ctx, owner, n.obj)
 	}
 	obs, err := n.ext.ops.observe(ctx, n.ext.id)
 	return err == nil && obs.Exists
@@ -250,6 +251,11 @@ func applyChild(ctx context.Context, a *apply.Applier, owner client.Object, n *N
 		cr.Reason = "apply failed"
 		return cr, nil, nodeError(n.name, StepApply, fmt.Errorf("child %q: %w", n.name, err))
 	}
+	a, err = a.In(n.cluster)
+	if err != nil {
+		cr.Reason = "apply failed"
+		return cr, nil, nodeError(n.name, StepApply, fmt.Errorf("child %q: %w", n.name, err))
+	}
 	live, op, err := a.Apply(ctx, owner, obj)
 	switch {
 	case errors.Is(err, apply.ErrTerminating):
@@ -257,7 +263,7 @@ func applyChild(ctx context.Context, a *apply.Applier, owner client.Object, n *N
 		return cr, []string{fmt.Sprintf("%s: %s", n.name, cr.Reason)}, nil
 	case err != nil:
 		cr.Reason = "apply failed"
-		return cr, nil, nodeError(n.name, StepApply, fmt.Errorf("child %q: %w", n.name, err))
+		return cr, nil, nodeError(n.name, StepApply, fmt.Errorf("child %q%s: %w", n.name, inMember(n.cluster), err))
 	}
 	cr.Applied, cr.Operation, cr.Object = true, op, live
 	switch {
@@ -277,4 +283,12 @@ func applyChild(ctx context.Context, a *apply.Applier, owner client.Object, n *N
 		waiting = []string{fmt.Sprintf("%s: %s", n.name, cr.Reason)}
 	}
 	return cr, waiting, nil
+}
+
+// inMember names the member cluster of a child in messages: "" for the owner's own cluster.
+func inMember(cluster string) string {
+	if cluster == "" {
+		return ""
+	}
+	return fmt.Sprintf(" in member cluster %q", cluster)
 }

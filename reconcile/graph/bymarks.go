@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/convergo-dev/convergo/internal/marks"
@@ -32,23 +33,48 @@ func (g *Graph) DeleteByMarks(ctx context.Context, a *apply.Applier, owner clien
 		return &DeleteResult{}, rec.err
 	}
 	externals := rec.list()
-	// Whether each child, then each external object, is due, as the children that exist when this
-	// pass begins hold them back (even those this pass deletes: the next pass looks again).
-	var due []bool
-	order := func(live []client.Object) []bool {
-		due = dueByMarks(markedChildren(live), markedExternals(externals))
-		return due[:len(live)]
+	res := &DeleteResult{}
+	members := seam.Of(a).MemberNames()
+	var due dueness
+	if len(members) > 0 {
+		var err error
+		if due, err = dueAcrossClusters(ctx, a, owner, externals, types); err != nil {
+			return res, err
+		}
 	}
-	owned, err := seam.Of(a).DeleteOwned(ctx, owner, seam.OwnedScope{FromAPIServer: true, Order: order}, types...)
-	res := &DeleteResult{Waiting: owned.Waiting}
-	for _, obj := range owned.Deleted {
-		res.Deleted = append(res.Deleted, ChildResult{Name: obj.GetAnnotations()[marks.Node], Object: obj, Operation: apply.OperationDeleted})
+	var errs []error
+	for _, name := range append([]string{""}, members...) {
+		ma, err := a.In(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("member cluster %q: %w", name, err))
+			continue
+		}
+		order := func(live []client.Object) []bool {
+			if len(members) == 0 { // one cluster: judged on the one list
+				all := dueByMarks(markedChildren(live), markedExternals(externals))
+				due.externals = all[len(live):]
+				return all[:len(live)]
+			}
+			out := make([]bool, len(live))
+			for i, obj := range live {
+				out[i] = due.children[childKey{name, obj.GetUID()}]
+			}
+			return out
+		}
+		owned, err := seam.Of(ma).DeleteOwned(ctx, owner, seam.OwnedScope{FromAPIServer: true, Order: order}, types...)
+		for _, w := range owned.Waiting {
+			res.Waiting = append(res.Waiting, w+inMember(name))
+		}
+		for _, obj := range owned.Deleted {
+			res.Deleted = append(res.Deleted, ChildResult{Name: obj.GetAnnotations()[marks.Node], Object: obj, Operation: apply.OperationDeleted})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete the children%s: %w", inMember(name), err))
+		}
 	}
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return res, err
 	}
-	externalDue := due[len(due)-len(externals):]
-	var errs []error
 	for i, e := range externals {
 		name := fmt.Sprintf("%s: %s %s", e.Node, e.Kind, e.ID)
 		ops, ok := g.kindOps(e.Kind)
@@ -58,7 +84,7 @@ func (g *Graph) DeleteByMarks(ctx context.Context, a *apply.Applier, owner clien
 			errs = append(errs, nodeError(e.Node, StepDelete, fmt.Errorf(
 				"external object %s is recorded on the owner but its kind %q is unknown without the graph: declare it with graph.WithExternalKinds (reconcile.WithExternalKinds for a Reconciler), or fix the spec", name, e.Kind)))
 			continue
-		case !externalDue[i]:
+		case !due.externals[i]:
 			res.Waiting = append(res.Waiting, name)
 			continue
 		}
@@ -78,6 +104,54 @@ func (g *Graph) DeleteByMarks(ctx context.Context, a *apply.Applier, owner clien
 	}
 	res.Done = len(res.Waiting) == 0
 	return res, errors.Join(errs...)
+}
+
+// childKey names a child across clusters: its member cluster ("" for the owner's) and UID.
+type childKey struct {
+	cluster string
+	uid     types.UID
+}
+
+// dueness says which children and external objects an ordered deletion by marks may delete now.
+type dueness struct {
+	children  map[childKey]bool
+	externals []bool
+}
+
+// dueAcrossClusters lists owner's children of the given types in its own cluster and in every
+// member cluster the Applier knows (from the API servers: one LIST per kind and cluster), and says
+// which of them, and of the recorded external objects, are due: a node mark may name a node in
+// another cluster, so the order is judged over all of them at once. Listing deletes nothing.
+func dueAcrossClusters(ctx context.Context, a *apply.Applier, owner client.Object, externals []ExternalRecord, types []client.Object) (dueness, error) {
+	var (
+		keys []childKey
+		objs []client.Object
+		errs []error
+	)
+	for _, name := range append([]string{""}, seam.Of(a).MemberNames()...) {
+		ma, err := a.In(name)
+		if err == nil {
+			list := func(live []client.Object) []bool {
+				for _, obj := range live {
+					keys, objs = append(keys, childKey{name, obj.GetUID()}), append(objs, obj)
+				}
+				return make([]bool, len(live)) // none due: only listed
+			}
+			_, err = seam.Of(ma).DeleteOwned(ctx, owner, seam.OwnedScope{FromAPIServer: true, Order: list}, types...)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list the children%s: %w", inMember(name), err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return dueness{}, err
+	}
+	due := dueByMarks(markedChildren(objs), markedExternals(externals))
+	d := dueness{children: make(map[childKey]bool, len(keys)), externals: due[len(keys):]}
+	for i, k := range keys {
+		d.children[k] = due[i]
+	}
+	return d, nil
 }
 
 // marked is one thing an owner holds, as its marks describe it: its node (empty when unmarked) and

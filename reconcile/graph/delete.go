@@ -10,6 +10,7 @@ import (
 
 	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/reconcile/apply"
+	"github.com/convergo-dev/convergo/reconcile/internal/seam"
 )
 
 // DeleteResult is what one deletion pass did: Graph.Delete, DeleteByMarks, or the Reconciler's sweep
@@ -77,14 +78,13 @@ func (g *Graph) Delete(ctx context.Context, a *apply.Applier, owner client.Objec
 			telemetry.EndSpan(span, errs[i])
 			return
 		}
-		steps[i], errs[i] = a.Delete(ctx, owner, g.index[order[i]].obj)
+		n := g.index[order[i]]
+		steps[i], gone[i], errs[i] = deleteChild(ctx, a, owner, n)
 		span.SetAttributes(deleteAttrs(steps[i])...)
 		telemetry.EndSpan(span, errs[i])
 		if errs[i] != nil {
-			errs[i] = nodeError(order[i], StepDelete, fmt.Errorf("delete child %q: %w", order[i], errs[i]))
-			return
+			errs[i] = nodeError(order[i], StepDelete, fmt.Errorf("delete child %q%s: %w", order[i], inMember(n.cluster), errs[i]))
 		}
-		gone[i] = steps[i].Live == nil
 	})
 	res := &DeleteResult{Done: true}
 	for i := len(order) - 1; i >= 0; i-- {
@@ -92,7 +92,7 @@ func (g *Graph) Delete(ctx context.Context, a *apply.Applier, owner client.Objec
 			res.Deleted = append(res.Deleted, ChildResult{Name: order[i], Object: steps[i].Sent, Operation: apply.OperationDeleted})
 		}
 		if steps[i].Live != nil && errs[i] == nil {
-			res.Waiting = append(res.Waiting, order[i]+": "+a.Describe(steps[i].Live))
+			res.Waiting = append(res.Waiting, order[i]+": "+a.Describe(steps[i].Live)+inMember(g.index[order[i]].cluster))
 		}
 		if e := g.index[order[i]].ext; e != nil && !gone[i] && errs[i] == nil && due(i, dependents, gone) {
 			res.Waiting = append(res.Waiting, fmt.Sprintf("%s: %s %s", order[i], e.ops.kind, e.id))
@@ -115,6 +115,23 @@ func (g *Graph) Delete(ctx context.Context, a *apply.Applier, owner client.Objec
 	return res, errors.Join(errs...)
 }
 
+// deleteChild deletes n's child, in its member cluster when it has one, and reports whether it is
+// gone. A kept child (KeepOnDelete) in a member cluster the Applier no longer knows counts as released:
+// it stays there, as a kept child does, and nothing can reach it to remove the owner's marks; any
+// other child there is an error that names the member, and the deletion waits for it.
+func deleteChild(ctx context.Context, a *apply.Applier, owner client.Object, n *Node) (apply.DeleteStep, bool, error) {
+	ma, err := a.In(n.cluster)
+	var unknown *seam.UnknownClusterError
+	switch {
+	case errors.As(err, &unknown) && n.kept():
+		return apply.DeleteStep{}, true, nil
+	case err != nil:
+		return apply.DeleteStep{}, false, err
+	}
+	step, err := ma.Delete(ctx, owner, n.obj)
+	return step, err == nil && step.Live == nil, err
+}
+
 // Prune deletes the children of owner that g no longer declares: objects of the given types that carry
 // owner's tracking label and are not a child of g (see apply.Applier.Prune: UID preconditions, each
 // child's deletion policy, kept children released). types defaults to g.Types(), which cannot contain
@@ -127,14 +144,32 @@ func (g *Graph) Prune(ctx context.Context, a *apply.Applier, owner client.Object
 	if len(types) == 0 {
 		types = g.Types()
 	}
-	var declared []client.Object
+	declared := map[string][]client.Object{}
 	for _, n := range g.nodes {
 		if n.ext == nil {
-			declared = append(declared, n.obj)
+			declared[n.cluster] = append(declared[n.cluster], n.obj)
 		}
 	}
 	ctx, span := startSpan(ctx, "prune")
-	pruned, err := a.Prune(ctx, owner, declared, types...)
+	pruned, err := a.Prune(ctx, owner, declared[""], types...)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	// Every member cluster the Applier knows, not only those the graph names: a child the spec moved
+	// out of a member is pruned there.
+	for _, name := range seam.Of(a).MemberNames() {
+		ma, err := a.In(name)
+		if err == nil {
+			var p []client.Object
+			p, err = ma.Prune(ctx, owner, declared[name], types...)
+			pruned = append(pruned, p...)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("member cluster %q: %w", name, err))
+		}
+	}
+	err = errors.Join(errs...)
 	span.SetAttributes(attrCount.Int(len(pruned)))
 	telemetry.EndSpan(span, err)
 	return pruned, err

@@ -87,3 +87,8 @@ func checkDeletionPolicy(n *Node) error {
 	return fmt.Errorf("%w: child %q: %s=%q is none of %q, %q, %q", ErrInvalidGraph, n.name, apply.DeletionPolicyAnnotation, v,
 		marks.PolicyKeep, marks.PolicyForeground, marks.PolicyBackground)
 }
+
+// kept reports whether the node's child is kept (KeepOnDelete, or the annotation on its object).
+func (n *Node) kept() bool {
+	return n.obj != nil && n.obj.GetAnnotations()[apply.DeletionPolicyAnnotation] == marks.PolicyKeep
+}

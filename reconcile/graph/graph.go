@@ -46,7 +46,31 @@ type Node struct {
 	ext *externalNode
 	// adoptOnChild: AdoptExisting was called on a cluster child, which Validate refuses.
 	adoptOnChild bool
+	// cluster is the member cluster of a cluster child (InCluster); "" for the owner's own.
+	cluster string
+	// clusterOnExternal: InCluster was called on an external node, which Validate refuses.
+	clusterOnExternal bool
 }
+
+// InCluster places the node's child in the member cluster name, one of the reconcile.WithMemberClusters
+// set (see package member), instead of the owner's own cluster. Everything a child has holds there:
+// its intent, the drift check against the member's cache, server-side apply, never taking an object
+// another owner holds, DependsOn and ReadyWhen across clusters, pruning, and deletion in order behind
+// the owner's finalizer. An owner reference cannot point into another cluster, so the child carries the
+// owner's tracking marks instead (ownership.Track). Its namespace defaults to the owner's, which must
+// then exist in the member (declare it as a node the others depend on). Validate refuses it on an
+// external node.
+func (n *Node) InCluster(name string) *Node {
+	if n.ext != nil {
+		n.clusterOnExternal = true
+		return n
+	}
+	n.cluster = name
+	return n
+}
+
+// Cluster returns the member cluster of the node's child (InCluster): "" for the owner's own cluster.
+func (n *Node) Cluster() string { return n.cluster }
 
 // Name returns the node's name.
 func (n *Node) Name() string { return n.name }
@@ -154,6 +178,9 @@ func (g *Graph) Validate() error {
 	seen := map[string]string{}
 	for _, n := range g.nodes {
 		if n.ext != nil {
+			if n.clusterOnExternal {
+				return fmt.Errorf("%w: external node %q: InCluster is for cluster children", ErrInvalidGraph, n.name)
+			}
 			if err := validateExternal(n); err != nil {
 				return err
 			}
@@ -174,6 +201,9 @@ func (g *Graph) Validate() error {
 			return err
 		}
 		id := objectIdentity(n.obj)
+		if n.cluster != "" {
+			id += " in member cluster " + n.cluster
+		}
 		if other, dup := seen[id]; dup {
 			return fmt.Errorf("%w: children %q and %q declare the same object %s", ErrInvalidGraph, other, n.name, id)
 		}

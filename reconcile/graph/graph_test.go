@@ -82,6 +82,32 @@ func TestGraphValidate(t *testing.T) {
 			},
 			wantErr: `children "a" and "b" declare the same object`,
 		},
+		"the same object in two clusters": {
+			graph: func() *Graph {
+				g := New()
+				g.Add("here", cm("x"))
+				g.Add("in-a", cm("x")).InCluster("a")
+				g.Add("in-b", cm("x")).InCluster("b")
+				return g
+			},
+		},
+		"the same object twice in a member": {
+			graph: func() *Graph {
+				g := New()
+				g.Add("a1", cm("x")).InCluster("a")
+				g.Add("a2", cm("x")).InCluster("a")
+				return g
+			},
+			wantErr: `children "a1" and "a2" declare the same object *v1.ConfigMap /x in member cluster a`,
+		},
+		"an external node in a member": {
+			graph: func() *Graph {
+				g := New()
+				AddExternal(g, "db", newStore(), "db-1", "v").InCluster("a")
+				return g
+			},
+			wantErr: `external node "db": InCluster is for cluster children`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

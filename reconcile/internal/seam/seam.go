@@ -2,10 +2,12 @@ package seam
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 )
 
@@ -44,6 +46,23 @@ type Applier interface {
 	// and reports which children this call deleted, which still exist and whether none is left; scope
 	// says where it looks and in which order it deletes.
 	DeleteOwned(ctx context.Context, owner client.Object, scope OwnedScope, types ...client.Object) (*OwnedDeletion, error)
+	// SetMembers gives the Applier its member clusters: lookup finds one by name (for Applier.In),
+	// names lists them (for the sweeps of pruning and deletion).
+	SetMembers(lookup func(name string) (cluster.Cluster, bool), names func() []string)
+	// MemberNames returns the names of the member clusters the Applier knows now.
+	MemberNames() []string
+}
+
+// UnknownClusterError reports a child placed in a member cluster the Applier does not know: not (or
+// no longer) in the Reconciler's member.Set.
+type UnknownClusterError struct {
+	// Name is the member cluster's name.
+	Name string
+}
+
+// Error says what to do.
+func (e *UnknownClusterError) Error() string {
+	return fmt.Sprintf("member cluster %q is not known: add it to the member.Set given to reconcile.WithMemberClusters", e.Name)
 }
 
 // OwnedDeletion is what one DeleteOwned pass did.
