@@ -12,7 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -22,6 +24,7 @@ import (
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/reconcile/graph"
 	"github.com/convergo-dev/convergo/reconcile/member"
+	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/optest"
 )
@@ -87,6 +90,8 @@ type placement struct {
 	gates    []*harness.WatchGate
 	recs     *optest.Reconciles
 	members  map[string]memberEnv
+	// cuts stand between the operator and each member's API server.
+	cuts map[string]*harness.Partition
 }
 
 func startPlacement(t *testing.T, v cacheVariant, members []memberEnv) *placement {
@@ -94,29 +99,33 @@ func startPlacement(t *testing.T, v cacheVariant, members []memberEnv) *placemen
 	env := harness.Default()
 	c := setupWidgets(t, env)
 	p := &placement{ns: env.Namespace(t), hub: c, counters: map[string]*harness.RequestCounter{"": harness.NewRequestCounter()},
-		recs: optest.NewReconciles(), members: map[string]memberEnv{}}
+		recs: optest.NewReconciles(), members: map[string]memberEnv{}, cuts: map[string]*harness.Partition{}}
 	for _, m := range members {
 		p.members[m.name] = m
 		p.counters[m.name] = harness.NewRequestCounter()
+		p.cuts[m.name] = harness.NewPartition(t, m.env.Config)
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.ns}}
 		if err := m.env.Client.Create(t.Context(), ns); err != nil {
 			t.Fatal(err)
 		}
 	}
-	hubGate := harness.NewWatchGate()
+	hubGate := harness.NewWatchGate("configmaps") // the children's events only: Widgets still come
 	p.gates = append(p.gates, hubGate)
 	name := fmt.Sprintf("placed-%s-%d", v.name, widgetRuns.Add(1))
 	var mgr manager.Manager
 	mgr = env.StartManager(t, func(mgr manager.Manager) error {
 		set := member.NewSet(mgr)
 		for _, m := range members {
-			gate := harness.NewWatchGate()
+			gate := harness.NewWatchGate("configmaps")
 			p.gates = append(p.gates, gate)
-			mc, err := cluster.New(gate.Wrap(p.counters[m.name].Wrap(m.env.Config)), func(o *cluster.Options) {
+			cfg := p.cuts[m.name].Config()
+			cfg.Timeout = 5 * time.Second // an unreachable member fails a request instead of holding a worker
+			mc, err := cluster.New(gate.Wrap(p.counters[m.name].Wrap(cfg)), func(o *cluster.Options) {
 				o.Scheme = widgetScheme
 				mo := manager.Options{}
 				v.configure(&mo, p.ns, &corev1.ConfigMap{})
 				o.Cache = mo.Cache
+				o.Cache.DefaultNamespaces = map[string]cache.Config{p.ns: {}}
 			})
 			if err != nil {
 				return err
@@ -133,6 +142,8 @@ func startPlacement(t *testing.T, v cacheVariant, members []memberEnv) *placemen
 		harness.WithManagerOptions(func(o *manager.Options) {
 			o.Scheme = widgetScheme
 			v.configure(o, p.ns, &corev1.ConfigMap{})
+			// Only the test's namespace: other tests' Widgets are not this controller's.
+			o.Cache.DefaultNamespaces = map[string]cache.Config{p.ns: {}}
 		}))
 	_ = mgr
 	for _, g := range p.gates {
@@ -322,4 +333,69 @@ func waitWidget(t *testing.T, c client.Client, w *testapi.Widget, what string, c
 	t.Logf("waiting for %s", what)
 	harness.WaitForObject(t, c, client.ObjectKeyFromObject(w), got, waitTimeout, cond)
 	return got
+}
+
+// TestIntegrationMemberCutMidDeletion: member b becomes unreachable (its connection cut) just before
+// the Widget placed in a and b is deleted. The deletion goes as far as it can (summary, member a's
+// child) and waits: the Widget reads Ready=False, Reconciling=True, DeletionFailed, naming the node
+// and member b, its finalizer held, base (which member b's child depends on) kept. Once b is back the
+// deletion finishes, each DELETE sent once, nothing left in any cluster.
+func TestIntegrationMemberCutMidDeletion(t *testing.T) {
+	members := startMembers(t, "a", "b")
+	p := startPlacement(t, cacheVariant{name: "current"}, members)
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: p.ns}, Spec: testapi.WidgetSpec{Data: map[string]string{"greeting": "hi"}}}
+	if err := p.hub.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	waitWidget(t, p.hub, w, "Ready", isReady)
+	for _, c := range p.counters {
+		c.Reset()
+	}
+	p.cuts["b"].Cut()
+	if err := p.hub.Delete(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	said := waitWidget(t, p.hub, w, "the failed deletion said", func(w *testapi.Widget) bool {
+		return condition(w, status.Reconciling) == "True/DeletionFailed"
+	})
+	msg := meta.FindStatusCondition(said.GetConditions(), status.Reconciling).Message
+	for _, want := range []string{`"cm-b"`, `member cluster "b"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Reconciling message %q does not name %s", msg, want)
+		}
+	}
+	if c := condition(said, status.Ready); c != "False/DeletionFailed" {
+		t.Errorf("Ready = %s, want False/DeletionFailed", c)
+	}
+	base := &corev1.ConfigMap{}
+	if err := p.hub.Get(t.Context(), client.ObjectKey{Namespace: p.ns, Name: "app-base"}, base); err != nil {
+		t.Errorf("base while member b's child cannot be deleted: %v, want kept", err)
+	}
+	err := p.memberClient("a").Get(t.Context(), client.ObjectKey{Namespace: p.ns, Name: "app"}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("member a's child while b is cut: %v, want deleted", err)
+	}
+
+	if err := p.cuts["b"].Mend(); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitForDeletion(t, p.hub, w, waitTimeout)
+	at, sent := deleteTimes(p.counters)
+	checkDeletedInOrder(t, at, []string{"hub app-summary"}, []string{"a app", "b app"})
+	checkDeletedInOrder(t, at, []string{"a app", "b app"}, []string{"hub app-base"})
+	answered := map[string]int{}
+	for cluster, c := range p.counters {
+		for _, r := range c.Snapshot() {
+			if r.Verb == "delete" && r.Resource == "configmaps" && r.StatusCode != 0 {
+				answered[cmpOr(cluster, "hub")+" "+r.Name]++
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"hub app-summary": 1, "a app": 1, "b app": 1, "hub app-base": 1}, answered); diff != "" {
+		t.Errorf("DELETEs that reached an API server, per child (-want +got):\n%s (all sent: %v)", diff, sent)
+	}
+	err = p.memberClient("b").Get(t.Context(), client.ObjectKey{Namespace: p.ns, Name: "app"}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("member b's child after it came back: %v, want deleted", err)
+	}
 }
