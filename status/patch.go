@@ -29,17 +29,17 @@ import (
 // Conditions are expected under status.conditions as a list keyed by type (the metav1.Condition
 // convention); any other status field is compared and patched as JSON.
 type Patcher struct {
-	client       client.Client
-	reader       client.Reader
-	retry        wait.Backoff
+	client client.Client
+	reader client.Reader
+	retry  wait.Backoff
 }
 
 // Option configures a Patcher.
 type Option func(*config)
 
 type config struct {
-	reader       client.Reader
-	retry        wait.Backoff
+	reader client.Reader
+	retry  wait.Backoff
 }
 
 // WithAPIReader sets the reader used to re-read the object after a conflict. Default: the Patcher's client.
