@@ -16,6 +16,9 @@ TEST_FLAGS    ?=
 TEST_OUTPUT   ?= $(CURDIR)/test-output
 ARGS          ?=
 EXAMPLES      := memcached welcome database
+# The examples whose API types and manifests are generated: tenancy runs in a hub with member clusters
+# and has no deploy target.
+API_EXAMPLES  := $(EXAMPLES) tenancy
 
 .PHONY: help
 help: ## Show this help.
@@ -59,13 +62,13 @@ assets: ## Build or locate every test binary (kube-apiserver, etcd, controller-m
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the examples' API types.
-	@for ex in $(EXAMPLES); do \
+	@for ex in $(API_EXAMPLES); do \
 	  if [ -d examples/$$ex/api ]; then $(CONTROLLER_GEN) object paths=./examples/$$ex/api/...; fi; \
 	done
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and (where config/webhook exists) webhook configurations for the examples.
-	@for ex in $(EXAMPLES); do \
+	@for ex in $(API_EXAMPLES); do \
 	  if [ -d examples/$$ex/api ]; then \
 	    $(CONTROLLER_GEN) crd paths=./examples/$$ex/api/... output:crd:artifacts:config=examples/$$ex/config/crd/bases; \
 	    $(CONTROLLER_GEN) rbac:roleName=$$ex-manager-role paths=./examples/$$ex/... output:rbac:artifacts:config=examples/$$ex/config/rbac; \

@@ -62,7 +62,8 @@ type UnknownClusterError struct {
 
 // Error says what to do.
 func (e *UnknownClusterError) Error() string {
-	return fmt.Sprintf("member cluster %q is not known: add it to the member.Set given to reconcile.WithMemberClusters", e.Name)
+	return fmt.Sprintf("member cluster %q is not known: add it to the member.Set given to reconcile.WithMemberClusters "+
+		"(Set.Add, or for Set.FromSecrets a Secret labelled convergo.dev/member-cluster=%s holding its kubeconfig)", e.Name, e.Name)
 }
 
 // OwnedDeletion is what one DeleteOwned pass did.
