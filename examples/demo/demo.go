@@ -43,6 +43,7 @@ import (
 	database "github.com/convergo-dev/convergo/examples/database/controller"
 	memcachedv1alpha1 "github.com/convergo-dev/convergo/examples/memcached/api/v1alpha1"
 	memcached "github.com/convergo-dev/convergo/examples/memcached/controller"
+	tenancyv1alpha1 "github.com/convergo-dev/convergo/examples/tenancy/api/v1alpha1"
 	welcomev1alpha1 "github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	welcome "github.com/convergo-dev/convergo/examples/welcome/controller"
 	"github.com/convergo-dev/convergo/examples/welcome/localweb"
@@ -82,6 +83,7 @@ type demo struct {
 	pg      *postgres.Server
 	pool    *pgxpool.Pool // pg's superuser postgres: the Database operator's, and the admin's
 	tracing *tracing      // nil without traces
+	config  *rest.Config  // the local cluster's (the tenancy operator's hub)
 }
 
 func run(ctx context.Context, out io.Writer, opts options) error {
@@ -163,7 +165,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	}
 
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, memcachedv1alpha1.AddToScheme, welcomev1alpha1.AddToScheme, dbv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, memcachedv1alpha1.AddToScheme, welcomev1alpha1.AddToScheme, dbv1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return fmt.Errorf("build scheme: %w", err)
 		}
@@ -203,7 +205,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err != nil {
 		return fmt.Errorf("create clientset: %w", err)
 	}
-	d := &demo{out: out, opts: opts, root: root, runDir: runDir, client: cl, clients: cs, web: web, webLog: webLog, pg: pg, pool: pool, tracing: tr}
+	d := &demo{out: out, opts: opts, root: root, runDir: runDir, client: cl, clients: cs, web: web, webLog: webLog, pg: pg, pool: pool, tracing: tr, config: c.Config}
 	if err := d.steps(ctx); err != nil {
 		return err
 	}
@@ -342,7 +344,10 @@ func (d *demo) steps(ctx context.Context) error {
 	if err := d.deleteInOrder(ctx); err != nil {
 		return err
 	}
-	return d.databaseSteps(ctx)
+	if err := d.databaseSteps(ctx); err != nil {
+		return err
+	}
+	return d.tenancySteps(ctx)
 }
 
 // newSite returns the local web server of Welcome alice.

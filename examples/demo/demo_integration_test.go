@@ -20,7 +20,9 @@ import (
 // order. Then the Database operator, on a private PostgreSQL (testing/postgres: Debian's postgresql,
 // which `make test` installs as root), converges a Database whose Secret's URI connects, sets back a
 // password the admin changed, and on deletion revokes the grant, drops the database, then the role, and
-// removes its finalizer last. Each time the page is served, a subtest TestDemo/Chromium_<name> opens it
+// removes its finalizer last. Then the tenancy operator, with the local cluster as its hub and two
+// more kube-apiservers as member clusters named by kubeconfig Secrets, places a Tenant in both,
+// moves it out of one and deletes it. Each time the page is served, a subtest TestDemo/Chromium_<name> opens it
 // in headless Chromium (`apt-get install -y chromium`), checks that it greets the Welcome's name and
 // keeps a screenshot (see openInChromium). The operators' traces go to a private Jaeger, and the
 // reconcile that scaled the Welcome is read back from it, updating the Deployment under it. It needs every control-plane binary (`make assets`; `make
@@ -60,6 +62,9 @@ func TestDemo(t *testing.T) {
 			"database demo_orders after Secret/orders-credentials; role demo_orders after database demo_orders), in order.",
 		`DROP ROLE IF EXISTS "demo_orders"`, // from PostgreSQL's log, after the REVOKE and the DROP DATABASE
 		"Database orders deleted in order: in PostgreSQL, database demo_orders and role demo_orders are gone;",
+		"Tenant payments: Ready, placed in eu-1, us-1.",
+		"Tenant payments: Ready, placed in eu-1.",
+		"Tenant payments deleted: no quota or access left in any member",
 		"Done: every step went as expected.",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -36,7 +36,11 @@
 //  9. deletes the Database and shows it go in order: the grant revoked and the Secret deleted, the
 //     database dropped, then the role, the finalizer removed last, with the statements from
 //     PostgreSQL's log (log_statement = ddl during the deletion only), and checks that the database
-//     and the role are gone from PostgreSQL.
+//     and the role are gone from PostgreSQL;
+//  10. starts two member clusters (a kube-apiserver and etcd each), names them in the local cluster,
+//     the hub, by kubeconfig Secrets, and runs the tenancy operator (examples/tenancy): Tenant payments
+//     gets its namespace, quota and admins' binding in both members; moved out of one, its quota and
+//     binding go there and the namespace stays; deleted, the same in the other, finalizer last.
 //
 // It exits 0 when every step went as expected. With --keep it applies the samples and creates the
 // Database again, prints the kubeconfig path and how to connect with psql, and runs until interrupted;
