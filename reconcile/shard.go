@@ -128,15 +128,17 @@ func (r *Reconciler[T]) childKinds() []schema.GroupVersionKind {
 	return out
 }
 
-// labelChildren gives every child of g the shard label of this member.
+// labelChildren gives every child of g in the owner's cluster the shard label of this member. A child
+// in a member cluster gets none: no scoped cache reads it (a member's cache holds every replica's
+// children there), so a move changes nothing on it.
 func (r *Reconciler[T]) labelChildren(g *graph.Graph) {
 	if r.shard == nil {
 		return
 	}
 	key, me := r.shard.Label()
 	for _, n := range g.Nodes() {
-		if n.Object() == nil {
-			continue // an external node
+		if n.Object() == nil || n.Cluster() != "" {
+			continue // an external node, or a child in a member cluster
 		}
 		l := n.Object().GetLabels()
 		if l == nil {

@@ -32,6 +32,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -43,6 +44,7 @@ import (
 	"github.com/convergo-dev/convergo/reconcile"
 	"github.com/convergo-dev/convergo/reconcile/childcache"
 	"github.com/convergo-dev/convergo/reconcile/graph"
+	"github.com/convergo-dev/convergo/reconcile/member"
 	"github.com/convergo-dev/convergo/sharding"
 	"github.com/convergo-dev/convergo/testing/harness"
 )
@@ -193,6 +195,8 @@ type replica struct {
 	cut     atomic.Int32
 	sent    atomic.Int64 // writes sent, not to Leases (see cutTransport)
 	stop    func()
+	// memberCounter counts the requests to the ring's member cluster.
+	memberCounter *harness.RequestCounter
 }
 
 type ring struct {
@@ -208,9 +212,11 @@ type ring struct {
 	// conflictHandOvers makes the API server answer each replica's first hand-over of each object
 	// with a conflict, as if the object had changed since the replica's version.
 	conflictHandOvers bool
-	mu                sync.Mutex
-	reps              map[string]*replica // the members: started, not stopped or cut off
-	all               []*replica
+	// member, when set, is a member cluster "m" where each Widget gets a second ConfigMap.
+	member *harness.Env
+	mu     sync.Mutex
+	reps   map[string]*replica // the members: started, not stopped or cut off
+	all    []*replica
 }
 
 // newRing returns a ring of replicas of a Widget controller that shards the Widgets of ns. When the
@@ -239,7 +245,7 @@ func newRing(t *testing.T, env *harness.Env, c client.Client, ns, name string) *
 // Reconciler whose child is a ConfigMap.
 func (r *ring) start(name string) *replica {
 	t := r.t
-	rep := &replica{name: name, counter: harness.NewRequestCounter()}
+	rep := &replica{name: name, counter: harness.NewRequestCounter(), memberCounter: harness.NewRequestCounter()}
 	cfg := harness.DelayWatches(rep.counter.Wrap(r.env.Config), r.lag)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return cutTransport{next: rt, cut: &rep.cut, sent: &rep.sent}
@@ -288,11 +294,29 @@ func (r *ring) start(name string) *replica {
 		}
 		g := graph.New()
 		g.Add("config", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name}, Data: w.Spec.Data})
+		if r.member != nil {
+			g.Add("placed", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name}, Data: w.Spec.Data}).InCluster("m")
+		}
 		return g, nil
 	}
-	rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: children},
-		reconcile.WithName("sharded-"+r.name), reconcile.WithOwns(&corev1.ConfigMap{}),
-		reconcile.WithSharding(rep.shard))
+	recOpts := []reconcile.ReconcilerOption{reconcile.WithName("sharded-" + r.name), reconcile.WithOwns(&corev1.ConfigMap{}),
+		reconcile.WithSharding(rep.shard)}
+	if r.member != nil {
+		set := member.NewSet(mgr)
+		mc, err := cluster.New(rep.memberCounter.Wrap(r.member.Config), func(o *cluster.Options) {
+			o.Scheme = widgetsScheme
+			o.Cache.DefaultNamespaces = map[string]cache.Config{r.ns: {}}
+			childcache.Configure(&o.Cache, &corev1.ConfigMap{})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := set.Add("m", mc); err != nil {
+			t.Fatal(err)
+		}
+		recOpts = append(recOpts, reconcile.WithMemberClusters(set))
+	}
+	rec := reconcile.NewReconciler(mgr, reconcile.Hooks[*testapi.Widget]{Children: children}, recOpts...)
 	if err := rec.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -987,4 +1011,53 @@ func TestIntegrationShardHandOverConflicts(t *testing.T) {
 		t.Errorf("%d hand-overs logged as tried again after a conflict, want %d (one per object moved)", retried, len(wantMoves))
 	}
 	r.mon.check(t)
+}
+
+// TestIntegrationShardedWithMember: replicas of a sharded Widget operator that also places a
+// ConfigMap per Widget in a member cluster. Each member child is written by the replica that holds its
+// Widget, and by no other; when a replica stops, the one that takes its Widgets over finds their member
+// children holding the intent and writes nothing to the member.
+func TestIntegrationShardedWithMember(t *testing.T) {
+	env := harness.Default()
+	m, err := harness.Start(t.Context())
+	if err != nil {
+		t.Fatalf("start the member cluster: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Stop() })
+	c := widgetClient(t, env)
+	ns := env.Namespace(t)
+	if err := m.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	r := newRing(t, env, c, ns, "placed")
+	r.member = m
+	for _, name := range []string{"a", "b"} {
+		r.start(name)
+	}
+	createWidgets(t, c, ns, n)
+	owners := r.waitSettled([]string{"a", "b"})
+	harness.Eventually(t, 2*time.Minute, func() (bool, string) {
+		var cms corev1.ConfigMapList
+		if err := m.Client.List(t.Context(), &cms, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		return len(cms.Items) == n, fmt.Sprintf("%d of %d member ConfigMaps", len(cms.Items), n)
+	})
+	for name, rep := range r.reps {
+		for obj := range writesByObject(rep.memberCounter.Snapshot(), ns) {
+			if owners[obj] != name {
+				t.Errorf("replica %s wrote %s in the member cluster, which belongs to %s", name, obj, owners[obj])
+			}
+		}
+	}
+
+	a := r.reps["a"]
+	a.memberCounter.Reset()
+	r.reps["b"].stop()
+	r.remove("b")
+	r.waitSettled([]string{"a"})
+	if writes := a.memberCounter.Snapshot().Filter(func(q harness.Request) bool { return q.IsWrite() }); len(writes) != 0 {
+		t.Errorf("replica a, taking b's Widgets over, wrote to the member cluster:\n%s", writes)
+	}
 }

@@ -41,10 +41,26 @@
 // with a Ready condition (Established for a CustomResourceDefinition, Available for an APIService) by
 // builders.ConditionsReady; anything else is ready when it exists. A child being deleted is not ready.
 //
+// Children in member clusters (graph.Node.InCluster) carry the same tracking marks and graph
+// annotations, and are found the same way in each member, then ordered with the others by the same
+// annotations; a CLUSTER column then names the member of each child ("-" for the owner's own
+// cluster), and -o json gives it as "cluster". The members are those the hub's Secrets labelled
+// convergo.dev/member-cluster=NAME in the namespace of --member-secrets-namespace (convergo-system
+// unless set; "" for none) name, each with a kubeconfig under the key kubeconfig (the convention of
+// package member), and those of --member NAME=KUBECONFIG_PATH, which replaces a Secret naming the same
+// member (the kubeconfig an operator uses may name an address only it reaches). A member that cannot
+// be read or reached is a warning on stderr naming it, as are Secrets the user may not list; the tree
+// shows what it found. Each request to a member times out after --request-timeout, or 20s.
+//
+//	NODE         DEPENDS ON  CLUSTER  KIND       NAME        READY  WRITTEN  FOR  CHECK   REASON
+//	page                     -        ConfigMap  demo/alice  True   -        -    exists
+//	config-east  page        east     ConfigMap  demo/alice  True   -        -    exists
+//
 // Objects outside the cluster that the owner's graph manages (external nodes) follow, as recorded in
 // the owner's annotation convergo.dev/external: node, kind, identity and whether they are kept. Their
 // state is the operator's to observe; the plugin does not reach their systems.
 //
-// Flags: -o json prints the same as JSON; --kubeconfig, --context, -n/--namespace and kubectl's other
-// connection flags (--cluster, --user, --server, --token, --as...) work as in kubectl.
+// Flags: -o json prints the same as JSON; --member-secrets-namespace and --member name the member
+// clusters; --kubeconfig, --context, -n/--namespace and kubectl's other connection flags (--cluster,
+// --user, --server, --token, --as...) work as in kubectl, for the hub.
 package main

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -21,11 +22,14 @@ Usage:
 
 tree prints the object's Ready condition and its children (found by the label
 convergo.dev/owner-uid) in the order of its graph, with the readiness of each and
-the check that judged it.
+the check that judged it. Children in member clusters are shown too, with a
+CLUSTER column: the members named by the Secrets labelled
+convergo.dev/member-cluster in --member-secrets-namespace, and those of --member.
 
 Examples:
   kubectl convergo tree welcome/alice -n demo
   kubectl convergo tree memcacheds.cache.convergo.dev sessions -o json
+  kubectl convergo tree welcome/alice -n demo --member eu-1=$HOME/.kube/eu-1
 
 Flags:
 `
@@ -40,6 +44,10 @@ func main() {
 type treeArgs struct {
 	resource, name string
 	output         string
+	// memberSecretsNamespace is the hub namespace whose Secrets name member clusters; "" for none.
+	memberSecretsNamespace string
+	// members are the kubeconfig files of --member, by member name.
+	members map[string]string
 	// config is the client configuration: the kubeconfig files with kubectl's flags applied.
 	config clientcmd.ClientConfig
 }
@@ -62,7 +70,12 @@ func parseArgs(args []string, stderr io.Writer) (*treeArgs, error) {
 	clientcmd.BindOverrideFlags(overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
 	out := &treeArgs{}
 	flags.StringVarP(&out.output, "output", "o", "", `output format: "json", or empty for a table`)
-	if err := flags.Parse(args); err != nil {
+	flags.StringVar(&out.memberSecretsNamespace, "member-secrets-namespace", defaultMemberSecretsNamespace,
+		"the hub namespace whose Secrets labelled convergo.dev/member-cluster name the member clusters to show (\"\" for none)")
+	var members memberValues
+	flags.Var(&members, "member", "show the member cluster NAME too, read with the kubeconfig file KUBECONFIG_PATH (repeatable; replaces a Secret naming NAME)")
+	err := flags.Parse(args)
+	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, errHelp
 		}
@@ -90,6 +103,9 @@ func parseArgs(args []string, stderr io.Writer) (*treeArgs, error) {
 	if out.output != "" && out.output != "json" {
 		return nil, fmt.Errorf("unknown output format %q: want json, or none for a table", out.output)
 	}
+	if out.members, err = parseMembers(members); err != nil {
+		return nil, err
+	}
 	out.config = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	return out, nil
 }
@@ -112,7 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// tree prints the tree a asks for.
+// tree prints the tree a asks for, with the children in member clusters.
 func tree(ctx context.Context, a *treeArgs, stdout, stderr io.Writer) error {
 	cfg, err := a.config.ClientConfig()
 	if err != nil {
@@ -135,6 +151,14 @@ func tree(ctx context.Context, a *treeArgs, stdout, stderr io.Writer) error {
 	t, err := c.tree(ctx, m, namespace, a.name)
 	if err != nil {
 		return err
+	}
+	members := memberClusters(ctx, c, a.memberSecretsNamespace, a.members, cfg.Timeout)
+	elsewhere, err := memberChildren(ctx, members, types.UID(t.Owner.UID), t.Owner.Namespace, c.warn)
+	if err != nil {
+		return err
+	}
+	if len(elsewhere) > 0 {
+		t.Children = inGraphOrder(append(t.Children, elsewhere...))
 	}
 	if a.output == "json" {
 		return printJSON(stdout, t)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -97,6 +98,63 @@ func TestRunExitCodes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := run(t.Context(), tc.args, io.Discard, io.Discard); got != tc.want {
 				t.Errorf("run(%q) = %d, want %d", tc.args, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseMembers(t *testing.T) {
+	tests := map[string]struct {
+		args    []string
+		want    map[string]string
+		wantErr string
+	}{
+		"none": {want: map[string]string{}},
+		"two, spaces trimmed": {
+			args: []string{"--member", "eu-1=/home/me/.kube/eu-1", "--member= us-east = us-east.yaml "},
+			want: map[string]string{"eu-1": "/home/me/.kube/eu-1", "us-east": "us-east.yaml"},
+		},
+		"a path with =": {
+			args: []string{"--member", "eu-1=/tmp/a=b"},
+			want: map[string]string{"eu-1": "/tmp/a=b"},
+		},
+		"no =": {
+			args:    []string{"--member", "eu-1"},
+			wantErr: `--member "eu-1": no "=": give the member's name, "=" and its kubeconfig file, such as --member eu-1=$HOME/.kube/eu-1`,
+		},
+		"no name": {
+			args:    []string{"--member", "=/tmp/eu-1"},
+			wantErr: `--member "=/tmp/eu-1": no name before "=": give the member's name, the value of the label convergo.dev/member-cluster of its Secret (or any name)`,
+		},
+		"no path": {
+			args:    []string{"--member", "eu-1="},
+			wantErr: `--member "eu-1=": no kubeconfig path after "=": give the path of a kubeconfig file that reaches the member`,
+		},
+		"twice": {
+			args:    []string{"--member", "eu-1=a", "--member", "eu-1=b"},
+			wantErr: `--member "eu-1=b": member cluster "eu-1" is already given: give each member once`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			a, err := parseArgs(append([]string{"tree", "welcome/alice"}, tc.args...), io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("parseArgs error = %v, want %q", err, tc.wantErr)
+				}
+				if errors.Unwrap(err) == nil {
+					t.Errorf("parseArgs error %q wraps nothing", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseArgs: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, a.members); diff != "" {
+				t.Errorf("members (-want +got):\n%s", diff)
+			}
+			if a.memberSecretsNamespace != defaultMemberSecretsNamespace {
+				t.Errorf("member Secrets namespace %q, want %q", a.memberSecretsNamespace, defaultMemberSecretsNamespace)
 			}
 		})
 	}

@@ -49,11 +49,14 @@ type Child struct {
 	// child does not record it.
 	Node string `json:"node,omitempty"`
 	// DependsOn names the nodes the child's node depends on (annotation convergo.dev/depends-on).
-	DependsOn  []string `json:"dependsOn,omitempty"`
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Namespace  string   `json:"namespace,omitempty"`
-	Name       string   `json:"name"`
+	DependsOn []string `json:"dependsOn,omitempty"`
+	// Cluster is the member cluster the child is in (a graph node's InCluster), by the name its
+	// Secret's label convergo.dev/member-cluster or --member gives it; empty in the owner's cluster.
+	Cluster    string `json:"cluster,omitempty"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
 	// Ready is the verdict of Check.
 	Ready bool `json:"ready"`
 	// Check names the rule that judged readiness: a builders function (DeploymentAvailable...),

@@ -50,9 +50,10 @@ func lastApply(obj *unstructured.Unstructured) *Write {
 
 // inGraphOrder returns the children in the order of their graph: layer by layer as Graph.Layers
 // groups them (a node's layer is one more than its deepest dependency's), by node name within a
-// layer, then the children that record no node, by kind, namespace and name. A dependency no child
-// records is ignored, and so is the edge that closes a cycle (the annotations were edited), found
-// walking from the nodes in name order. Children
+// layer, then the children that record no node, by cluster (the owner's first), kind, namespace and
+// name. Node names are unique across the clusters of a graph, so a member cluster's children take
+// their places among the others'. A dependency no child records is ignored, and so is the edge that
+// closes a cycle (the annotations were edited), found walking from the nodes in name order. Children
 // that record the same node (an old object and its replacement) keep to their node's place.
 func inGraphOrder(children []Child) []Child {
 	deps := map[string][]string{}
@@ -97,6 +98,7 @@ func inGraphOrder(children []Child) []Child {
 		}
 		return cmp.Or(
 			cmp.Compare(a.Node, b.Node),
+			cmp.Compare(a.Cluster, b.Cluster),
 			cmp.Compare(a.Kind, b.Kind),
 			cmp.Compare(a.Namespace, b.Namespace),
 			cmp.Compare(a.Name, b.Name),

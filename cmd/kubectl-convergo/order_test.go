@@ -41,7 +41,7 @@ func TestInGraphOrder(t *testing.T) {
 	}
 	tests := map[string]struct {
 		in   []Child
-		want []string // node/kind/name
+		want []string // node/kind/name, and @cluster for a member cluster's child
 	}{
 		"layers, by node name within a layer": {
 			in: []Child{
@@ -85,19 +85,39 @@ func TestInGraphOrder(t *testing.T) {
 			},
 			want: []string{"b/ConfigMap/b", "c/ConfigMap/c", "a/ConfigMap/a"},
 		},
+		"across member clusters, by the same marks": {
+			in: []Child{
+				inCluster(child("", "ConfigMap", "a"), "eu-1"),
+				inCluster(child("deployment-eu-1", "Deployment", "web", "config"), "eu-1"),
+				child("", "ConfigMap", "z"),
+				inCluster(child("config", "ConfigMap", "web"), "us-east"),
+				child("page", "ConfigMap", "web"),
+			},
+			want: []string{"config/ConfigMap/web@us-east", "page/ConfigMap/web", "deployment-eu-1/Deployment/web@eu-1", "/ConfigMap/z", "/ConfigMap/a@eu-1"},
+		},
 		"none": {},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var got []string
 			for _, c := range inGraphOrder(tc.in) {
-				got = append(got, c.Node+"/"+c.Kind+"/"+c.Name)
+				s := c.Node + "/" + c.Kind + "/" + c.Name
+				if c.Cluster != "" {
+					s += "@" + c.Cluster
+				}
+				got = append(got, s)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("inGraphOrder (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// inCluster returns c in the member cluster name.
+func inCluster(c Child, name string) Child {
+	c.Cluster = name
+	return c
 }
 
 func TestOwnerOf(t *testing.T) {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,7 +15,12 @@ import (
 // noNode is the NODE of a child that does not record its node.
 const noNode = "<none>"
 
-// printTable writes t as a line about the owner's Ready condition and a table of its children.
+// ownCluster is the CLUSTER of a child in the owner's own cluster (the hub). No member's name is "-",
+// which is not a label value.
+const ownCluster = "-"
+
+// printTable writes t as a line about the owner's Ready condition and a table of its children. The
+// table has a CLUSTER column when a child is in a member cluster.
 func printTable(w io.Writer, t *Tree) error {
 	owner := fmt.Sprintf("%s %s", t.Owner.Kind, namespacedName(t.Owner.Namespace, t.Owner.Name))
 	switch r := t.Owner.Ready; {
@@ -45,7 +52,12 @@ func printTable(w io.Writer, t *Tree) error {
 	}
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tDEPENDS ON\tKIND\tNAME\tREADY\tWRITTEN\tFOR\tCHECK\tREASON")
+	members := slices.ContainsFunc(t.Children, func(c Child) bool { return c.Cluster != "" })
+	header := []string{"NODE", "DEPENDS ON", "KIND", "NAME", "READY", "WRITTEN", "FOR", "CHECK", "REASON"}
+	if members {
+		header = slices.Insert(header, 2, "CLUSTER")
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	unrecorded := false
 	for _, c := range t.Children {
 		node := c.Node
@@ -64,8 +76,11 @@ func printTable(w io.Writer, t *Tree) error {
 		if writtenFor == "" {
 			writtenFor = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", node, strings.Join(c.DependsOn, ","), c.Kind,
-			namespacedName(c.Namespace, c.Name), ready, written, writtenFor, c.Check, c.Reason)
+		row := []string{node, strings.Join(c.DependsOn, ","), c.Kind, namespacedName(c.Namespace, c.Name), ready, written, writtenFor, c.Check, c.Reason}
+		if members {
+			row = slices.Insert(row, 2, cmp.Or(c.Cluster, ownCluster))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print tree: %w", err)

@@ -52,6 +52,26 @@ role           postgres.role      demo_orders  delete
 database       postgres.database  demo_orders  keep
 `,
 		},
+		"children in member clusters": {
+			tree: Tree{Owner: welcome,
+				Children: []Child{
+					{Node: "page", Kind: "ConfigMap", Namespace: "demo", Name: "alice", Ready: true, Check: "exists"},
+					{Node: "deployment-eu-1", DependsOn: []string{"page"}, Cluster: "eu-1", Kind: "Deployment", Namespace: "demo", Name: "alice",
+						Ready: true, Check: "DeploymentAvailable"},
+					{Node: "deployment-us-east", DependsOn: []string{"page"}, Cluster: "us-east", Kind: "Deployment", Namespace: "demo", Name: "alice",
+						Check: "DeploymentAvailable", Reason: "0/2 replicas available"},
+					{Cluster: "eu-1", Kind: "ClusterRole", Name: "alice-reader", Ready: true, Check: "exists"},
+				},
+			},
+			want: `Welcome demo/alice: no Ready condition
+NODE                DEPENDS ON  CLUSTER  KIND         NAME          READY  WRITTEN  FOR  CHECK                REASON
+page                            -        ConfigMap    demo/alice    True   -        -    exists
+deployment-eu-1     page        eu-1     Deployment   demo/alice    True   -        -    DeploymentAvailable
+deployment-us-east  page        us-east  Deployment   demo/alice    False  -        -    DeploymentAvailable  0/2 replicas available
+<none>                          eu-1     ClusterRole  alice-reader  True   -        -    exists
+<none>: the child records no graph node (applied without a Graph, or not reconciled since an upgrade); listed last.
+`,
+		},
 		"no children, no Ready condition": {
 			tree: Tree{Owner: welcome},
 			want: `Welcome demo/alice: no Ready condition

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -22,7 +23,9 @@ import (
 
 	"github.com/convergo-dev/convergo/examples/welcome/api/v1alpha1"
 	"github.com/convergo-dev/convergo/examples/welcome/controller"
+	"github.com/convergo-dev/convergo/internal/marks"
 	"github.com/convergo-dev/convergo/ownership"
+	"github.com/convergo-dev/convergo/reconcile/member"
 	"github.com/convergo-dev/convergo/status"
 	"github.com/convergo-dev/convergo/testing/harness"
 	"github.com/convergo-dev/convergo/testing/optest"
@@ -160,6 +163,9 @@ func TestIntegrationTree(t *testing.T) {
 		if !strings.Contains(stderr.String(), "clusterroles.rbac.authorization.k8s.io") {
 			t.Errorf("no warning that cluster roles are not shown:\n%s", stderr.String())
 		}
+		if !strings.Contains(stderr.String(), "you may not list the Secrets in namespace convergo-system that name member clusters") {
+			t.Errorf("no warning that member clusters are not shown:\n%s", stderr.String())
+		}
 	})
 
 	t.Run("unknown resource", func(t *testing.T) {
@@ -222,4 +228,133 @@ func TestIntegrationTree(t *testing.T) {
 			t.Errorf("kubectl convergo tree (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestIntegrationTreeMemberClusters runs the plugin on a Welcome (no operator: the test writes its
+// children) with a child in the hub and one in the member cluster east, a second kube-apiserver
+// named by a Secret in the hub as package member reads them, and two members it cannot read: a
+// Secret without a kubeconfig (north) and one whose API server does not answer (west). The member's
+// child takes its place in graph order after the hub child it depends on, with CLUSTER east; the
+// other two members are warnings. With --member east=<kubeconfig> instead of the Secrets, the same
+// table and no warning.
+func TestIntegrationTreeMemberClusters(t *testing.T) {
+	env := harness.Default()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	east, err := harness.Start(ctx)
+	if err != nil {
+		t.Fatalf("start member cluster east: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := east.Stop(); err != nil {
+			t.Errorf("stop member cluster east: %v", err)
+		}
+	})
+	ns := env.Namespace(t)
+
+	w := &v1alpha1.Welcome{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
+		Spec:       v1alpha1.WelcomeSpec{Name: "Alice", Replicas: ptr.To[int32](2)},
+	}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	hubChild := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice", Annotations: map[string]string{marks.Node: "page"}}}
+	memberChild := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice",
+		Annotations: map[string]string{marks.Node: "config-east", marks.DependsOn: "page"}}}
+	for _, obj := range []client.Object{hubChild, memberChild} {
+		if err := ownership.Track(w, obj, env.Scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.Client.Create(ctx, hubChild); err != nil {
+		t.Fatal(err)
+	}
+	if err := east.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := east.Client.Create(ctx, memberChild); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: defaultMemberSecretsNamespace}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	eastConfig, err := os.ReadFile(east.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := []byte(`{apiVersion: v1, kind: Config, current-context: c, clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}],
+		users: [{name: u, user: {token: t}}], contexts: [{name: c, context: {cluster: c, user: u}}]}`)
+	for name, data := range map[string]map[string][]byte{
+		"east":  {member.SecretKey: eastConfig},
+		"north": {"config": eastConfig},
+		"west":  {member.SecretKey: unreachable},
+	} {
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: defaultMemberSecretsNamespace, Name: "member-" + name + "-" + ns,
+				Labels: map[string]string{member.SecretLabel: name}},
+			Data: data,
+		}
+		if err := env.Client.Create(ctx, secret); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := env.Client.Delete(context.Background(), secret); client.IgnoreNotFound(err) != nil {
+				t.Errorf("delete Secret %s: %v", secret.Name, err)
+			}
+		})
+	}
+
+	want := Tree{
+		Owner: Owner{APIVersion: "web.convergo.dev/v1alpha1", Kind: "Welcome", Namespace: ns, Name: "alice", UID: string(w.UID)},
+		Children: []Child{
+			{Node: "page", APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "alice", Ready: true, Check: "exists"},
+			{Node: "config-east", DependsOn: []string{"page"}, Cluster: "east", APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "alice",
+				Ready: true, Check: "exists"},
+		},
+	}
+	var table bytes.Buffer
+	if err := printTable(&table, &want); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		args []string
+		// warnings are the starts of the lines on stderr, in order.
+		warnings []string
+	}{
+		"members named by Secrets": {
+			warnings: []string{
+				`warning: member cluster "north": read Secret convergo-system/member-north-` + ns + `: no "kubeconfig" in its data; its children are not shown`,
+				`warning: member cluster "west": reach its API server: `,
+			},
+		},
+		"a member given by --member": {
+			args: []string{"--member", "east=" + east.KubeconfigPath, "--member-secrets-namespace", ""},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"tree", "welcome/alice", "-n", ns, "--kubeconfig", env.KubeconfigPath}, tc.args...)
+			if code := run(t.Context(), args, &stdout, &stderr); code != 0 {
+				t.Fatalf("run %q: exit code %d\n%s", args, code, stderr.String())
+			}
+			if diff := cmp.Diff(table.String(), stdout.String()); diff != "" {
+				t.Errorf("tree (-want +got):\n%s", diff)
+			}
+			var lines []string
+			for line := range strings.Lines(stderr.String()) {
+				lines = append(lines, line)
+			}
+			if len(lines) != len(tc.warnings) {
+				t.Fatalf("%d lines on stderr, want %d:\n%s", len(lines), len(tc.warnings), stderr.String())
+			}
+			for i, w := range tc.warnings {
+				if !strings.HasPrefix(lines[i], w) {
+					t.Errorf("stderr line %d does not start %q:\n%s", i+1, w, lines[i])
+				}
+			}
+		})
+	}
 }
