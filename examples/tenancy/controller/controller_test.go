@@ -124,6 +124,9 @@ func TestTenantAcrossMembers(t *testing.T) {
 		return status.IsReady(tn) && slices.Equal(tn.Status.Placed, []string{"a", "b"})
 	})
 	for _, m := range []string{"a", "b"} {
+		t.Logf("requests to member %s from the operator's start to the tenant placed:\n%s", m, h.counters[m].Snapshot())
+	}
+	for _, m := range []string{"a", "b"} {
 		ns := &corev1.Namespace{}
 		if err := h.members[m].Client.Get(t.Context(), client.ObjectKey{Name: name}, ns); err != nil {
 			t.Fatalf("member %s: %v", m, err)
@@ -176,10 +179,14 @@ func TestTenantAcrossMembers(t *testing.T) {
 	checkReleased(t, h.members["b"].Client, name)
 
 	// Deleted: a's quota and binding go, its namespace stays, released.
+	h.counters["a"].Reset()
 	if err := h.env.Client.Delete(t.Context(), got); err != nil {
 		t.Fatal(err)
 	}
 	harness.WaitForDeletion(t, h.env.Client, got, timeout)
+	for _, r := range h.counters["a"].Snapshot().Filter(func(r harness.Request) bool { return r.IsWrite() }) {
+		t.Logf("member a, deletion: %s %s %s/%s", r.Time.Format("15:04:05.000"), r.Verb, r.Resource, r.Name)
+	}
 	if q, b := h.placedIn(t, "a", name); q != nil || b != nil {
 		t.Errorf("member a after the tenant's deletion: quota %v, binding %v; want neither", q != nil, b != nil)
 	}
