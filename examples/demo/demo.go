@@ -271,16 +271,25 @@ func startOperators(cfg *rest.Config, scheme *runtime.Scheme, logPath string, se
 			return nil, err
 		}
 	}
+	stop := startManager(mgr, "operators")
+	return func() {
+		stop()
+		logFile.Close()
+	}, nil
+}
+
+// startManager starts mgr and returns the function that stops it, which reports the manager's error
+// under what.
+func startManager(mgr ctrl.Manager, what string) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
-			fmt.Fprintf(os.Stderr, "demo: operators: %v\n", err)
+			fmt.Fprintf(os.Stderr, "demo: %s: %v\n", what, err)
 		}
-		logFile.Close()
-	}, nil
+	}
 }
 
 // steps runs the demo proper: apply, recover from the missing Secret, scale up, delete in order; then

@@ -142,15 +142,7 @@ func startTenancy(cfg *rest.Config) (func(), error) {
 	if err := tenancy.Setup(members)(mgr); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintf(os.Stderr, "demo: tenancy operator: %v\n", err)
-		}
-	}, nil
+	return startManager(mgr, "tenancy operator"), nil
 }
 
 // waitTenant waits until Tenant payments is Ready and placed in exactly placed.
