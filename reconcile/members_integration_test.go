@@ -399,3 +399,43 @@ func TestIntegrationMemberCutMidDeletion(t *testing.T) {
 		t.Errorf("member b's child after it came back: %v, want deleted", err)
 	}
 }
+
+// TestIntegrationMemberNeverSteals: a ConfigMap that exists in member a under the name of a Widget's
+// child there, made by someone else, is not taken: the Widget reads Stalled, NotOwned, naming the
+// child and the member, the ConfigMap is left exactly as it was, and deleting the Widget leaves it too.
+func TestIntegrationMemberNeverSteals(t *testing.T) {
+	members := startMembers(t, "a", "b")
+	for _, v := range []cacheVariant{{name: "current"}, {name: "filtered", filter: true}} {
+		t.Run(v.name, func(t *testing.T) {
+			p := startPlacement(t, v, members)
+			theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: "taken"}, Data: map[string]string{"owner": "someone else"}}
+			if err := p.memberClient("a").Create(t.Context(), theirs); err != nil {
+				t.Fatal(err)
+			}
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: p.ns}}
+			if err := p.hub.Create(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			said := waitWidget(t, p.hub, w, "Stalled, NotOwned", func(w *testapi.Widget) bool {
+				return condition(w, status.Stalled) == "True/NotOwned"
+			})
+			msg := meta.FindStatusCondition(said.GetConditions(), status.Stalled).Message
+			for _, want := range []string{`"cm-a"`, `member cluster "a"`} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("Stalled message %q does not name %s", msg, want)
+				}
+			}
+			if err := p.hub.Delete(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			harness.WaitForDeletion(t, p.hub, w, waitTimeout)
+			got := &corev1.ConfigMap{}
+			if err := p.memberClient("a").Get(t.Context(), client.ObjectKeyFromObject(theirs), got); err != nil {
+				t.Fatalf("the ConfigMap that was not the Widget's, after its deletion: %v", err)
+			}
+			if diff := cmp.Diff(theirs.Data, got.Data); diff != "" || len(got.Labels) != 0 || got.ResourceVersion != theirs.ResourceVersion {
+				t.Errorf("the ConfigMap that was not the Widget's was changed: labels %v, data diff %s, resourceVersion %s -> %s", got.Labels, diff, theirs.ResourceVersion, got.ResourceVersion)
+			}
+		})
+	}
+}
