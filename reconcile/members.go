@@ -58,15 +58,7 @@ func (u unsynced) Start(ctx context.Context, q workqueue.TypedRateLimitingInterf
 	return u.src.Start(ctx, q)
 }
 
-func (u unsynced) String() string { return "member cluster " + sourceName(u.src) }
-
-// sourceName names a source for the controller's log.
-func sourceName(s any) string {
-	if st, ok := s.(interface{ String() string }); ok {
-		return st.String()
-	}
-	return "source"
-}
+func (u unsynced) String() string { return "member cluster " + fmt.Sprint(u.src) }
 
 // unseenIn reports whether the Applier of the member cluster (or the owner's, for "") wrote obj, a child
 // of owner, and its cache has not shown it yet; true for a member it does not know.

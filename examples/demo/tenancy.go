@@ -86,7 +86,7 @@ func (d *demo) tenancySteps(ctx context.Context) error {
 	if err := d.waitTenant(ctx, memberNames[:1]); err != nil {
 		return err
 	}
-	if err := waitGone(ctx, members["us-1"], &corev1.ResourceQuota{}, "payments", "tenant"); err != nil {
+	if err := d.waitGone(ctx, members["us-1"], &corev1.ResourceQuota{}, "payments", "tenant"); err != nil {
 		return err
 	}
 	d.printPlacement(ctx, members)
@@ -95,7 +95,7 @@ func (d *demo) tenancySteps(ctx context.Context) error {
 	if err := d.client.Delete(ctx, t); err != nil {
 		return fmt.Errorf("delete tenant: %w", err)
 	}
-	if err := waitGone(ctx, d.client, &tenancyv1alpha1.Tenant{}, "", "payments"); err != nil {
+	if err := d.waitGone(ctx, d.client, &tenancyv1alpha1.Tenant{}, "", "payments"); err != nil {
 		return err
 	}
 	d.printPlacement(ctx, members)
@@ -159,14 +159,14 @@ func (d *demo) waitTenant(ctx context.Context, placed []string) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("tenant payments not Ready and placed in %v: %v (status %+v)", placed, err, t.Status)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(pollInterval):
 		}
 	}
 }
 
 // waitGone waits until the object name (in namespace ns) is gone.
-func waitGone(ctx context.Context, c client.Client, obj client.Object, ns, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+func (d *demo) waitGone(ctx context.Context, c client.Client, obj client.Object, ns, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.timeout)
 	defer cancel()
 	for {
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
@@ -176,7 +176,7 @@ func waitGone(ctx context.Context, c client.Client, obj client.Object, ns, name 
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%T %s/%s still there: %v", obj, ns, name, err)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(pollInterval):
 		}
 	}
 }

@@ -121,9 +121,8 @@ type Applier struct {
 	known *knowledge
 	// protos holds one empty object per child type, shared by the records (never modified).
 	protos sync.Map
-	// remote: the Applier of a member cluster (In), whose children are tracked, never controlled;
-	// cluster is that member's name.
-	remote      bool
+	// cluster names the member cluster of an Applier made by In (whose children are tracked, never
+	// controlled), and memberCache is that member's cache; "" and nil for the owner's own cluster.
 	cluster     string
 	memberCache cache.Cache
 	members     members
@@ -463,7 +462,7 @@ func (a *Applier) prepare(owner, obj client.Object, gvk schema.GroupVersionKind)
 	// A kept child gets no controller reference, so the garbage collector never deletes it (see
 	// DeletionPolicyAnnotation); the tracking labels make it owner's.
 	// Nor does a child in a member cluster: an owner reference cannot point into another cluster.
-	if !a.remote && (owner.GetNamespace() == "" || owner.GetNamespace() == obj.GetNamespace()) && policyOf(obj) != policyKeep {
+	if a.cluster == "" && (owner.GetNamespace() == "" || owner.GetNamespace() == obj.GetNamespace()) && policyOf(obj) != policyKeep {
 		if err := ownership.SetController(owner, obj, a.scheme); err != nil {
 			return fmt.Errorf("apply %s: %w", what(), err)
 		}

@@ -37,7 +37,7 @@ type memberApplier struct {
 // tracked (ownership.Track), and never taken from another owner. The error names the member when it
 // is not one this Applier knows (a member.Set the Reconciler was given holds the names).
 func (a *Applier) In(name string) (*Applier, error) {
-	if name == "" || a.remote {
+	if name == "" || a.cluster != "" {
 		return a, nil
 	}
 	m := &a.members
@@ -59,7 +59,7 @@ func (a *Applier) In(name string) (*Applier, error) {
 	cfg.deleter = nil
 	WithConnection(c.GetConfig(), c.GetHTTPClient())(&cfg)
 	ma := &Applier{client: c.GetClient(), scheme: c.GetScheme(), cfg: cfg, reader: c.GetAPIReader(), known: newKnowledge(),
-		remote: true, cluster: name, memberCache: c.GetCache()}
+		cluster: name, memberCache: c.GetCache()}
 	setSeam(ma)
 	if m.appliers == nil {
 		m.appliers = map[string]memberApplier{}

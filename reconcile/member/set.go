@@ -52,7 +52,8 @@ func (s *Set) Add(name string, c cluster.Cluster) error {
 		defer cancel()
 		stopped := context.AfterFunc(mgrCtx, cancel)
 		defer stopped()
-		if err := c.Start(ctx); err != nil && mgrCtx.Err() == nil && !removed(ctx) {
+		// ctx ends with the manager, with Remove and with a replacing Add: none of them is an error.
+		if err := c.Start(ctx); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("member cluster %q: %w", name, err)
 		}
 		return nil
@@ -74,9 +75,6 @@ func (s *Set) Add(name string, c cluster.Cluster) error {
 	}
 	return nil
 }
-
-// removed reports whether the member's own context ended (Remove, or a replacing Add).
-func removed(ctx context.Context) bool { return ctx.Err() != nil }
 
 // Remove stops the member cluster name and forgets it. Children placed there stay; a Reconciler
 // reports a node placed in a member it no longer knows, and an owner being deleted waits for it
