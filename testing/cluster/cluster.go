@@ -31,10 +31,11 @@ type Cluster struct {
 	pki          *pki     // kept for restarting the API server (faults.go)
 	files        pkiFiles // the PKI files the components read
 
-	mu      sync.Mutex
-	procs   []*process // running components, in start order
-	ports   *ports     // the ports of the last start attempt
-	stopped bool
+	mu       sync.Mutex
+	procs    []*process // running components, in start order
+	ports    *ports     // the ports of the last start attempt
+	stopped  bool
+	restarts int // how many times supervise restarted kwok
 }
 
 // maxStartAttempts bounds restarts after a port that was free when reserved was taken by someone

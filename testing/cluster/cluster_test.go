@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -118,6 +120,27 @@ func pidsOf(c *Cluster) []int {
 		pids = append(pids, p.cmd.Process.Pid)
 	}
 	return pids
+}
+
+// waitForRestart waits until supervise has replaced the exited process old, and returns the new one.
+func waitForRestart(t *testing.T, c *Cluster, old *process) *process {
+	t.Helper()
+	var next *process
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, p := range c.procs {
+			if p.component == old.component && p != old {
+				next = p
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%s was not restarted: %v", old.component, err)
+	}
+	return next
 }
 
 // checkReleased reports processes still alive and ports that cannot be bound.
@@ -567,17 +590,44 @@ func TestStopReleasesEverything(t *testing.T) {
 		t.Errorf("%d processes use the run dir, want %d: %v", len(got), len(pids), got)
 	}
 
-	kwok := c.procs[len(c.procs)-1]
-	if err := kwok.cmd.Process.Kill(); err != nil {
+	// kwok that dies on its own is restarted on the same port, its log kept.
+	killed := c.procs[len(c.procs)-1]
+	if err := killed.cmd.Process.Kill(); err != nil {
 		t.Fatalf("kill kwok: %v", err)
 	}
-	<-kwok.done
+	<-killed.done
+	restarted := waitForRestart(t, c, killed)
+	pids = append(pids, restarted.cmd.Process.Pid)
+	probe := &http.Client{Timeout: 5 * time.Second}
+	healthz := "http://" + c.ports.kwok.addr() + "/healthz"
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return httpOK(probe, healthz, "")(ctx) == nil, nil
+	}); err != nil {
+		t.Errorf("restarted kwok never answered %s: %v", healthz, err)
+	}
+	log, err := os.ReadFile(c.logPath(Kwok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "kwok exited on its own (signal: killed), restarted"; !strings.Contains(string(log), want) {
+		t.Errorf("kwok log does not mark the restart with %q", want)
+	}
+
+	// Any other component that dies is left dead and reported.
+	kcm := c.procs[len(c.procs)-2]
+	if err := kcm.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill kube-controller-manager: %v", err)
+	}
+	<-kcm.done
 
 	begin = time.Now()
 	err = c.Stop()
 	t.Logf("stopped in %s", time.Since(begin).Round(time.Millisecond))
-	if err == nil || !strings.Contains(err.Error(), "kwok exited on its own") {
-		t.Errorf("Stop error = %v, want one reporting that kwok exited on its own", err)
+	if err == nil || !strings.Contains(err.Error(), "kube-controller-manager exited on its own") {
+		t.Errorf("Stop error = %v, want one reporting that kube-controller-manager exited on its own", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "kwok") {
+		t.Errorf("Stop error = %v, want none about the restarted kwok", err)
 	}
 	if err := checkReleased(pids, ports); err != nil {
 		t.Error(err)

@@ -9,7 +9,10 @@
 // key), reserves free ports (several test packages may run clusters at once), starts the
 // components in dependency order with a readiness probe for each, creates the fake nodes, and
 // returns once the nodes are Ready and the controllers have created the default ServiceAccount.
-// Stop terminates the components in reverse order.
+// Stop terminates the components in reverse order and reports any component that exited on its
+// own meanwhile, except kwok: it keeps no state, and like a kubelet under a service manager it is
+// restarted on the same port when it dies (kwok v0.8.0 can crash at start on a data race of its own),
+// with a marker line in logs/kwok.log.
 //
 // The binaries (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok) and kwok's
 // stage configuration (kwok-stages.yaml) are read from the directory given with WithBinaryDir, or

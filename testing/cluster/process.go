@@ -52,6 +52,13 @@ func startProcessLog(component Component, binary string, args []string, env []st
 	return p, nil
 }
 
+// isStopping reports whether Stop or a fault has signalled the process, so that its exit is expected.
+func (p *process) isStopping() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopping
+}
+
 // exited reports whether the process has exited, and how.
 func (p *process) exited() (bool, error) {
 	select {

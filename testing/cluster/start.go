@@ -154,6 +154,9 @@ func (c *Cluster) launch(comp Component, args []string) (*process, error) {
 	c.mu.Lock()
 	c.procs = append(c.procs, p)
 	c.mu.Unlock()
+	if supervised(comp) {
+		go c.supervise(p, args, env)
+	}
 	c.cfg.logger.V(1).Info("launched component", "component", comp, "pid", p.cmd.Process.Pid)
 	return p, nil
 }
@@ -177,7 +180,7 @@ func (c *Cluster) waitFor(ctx context.Context, owner *process, what string, chec
 		procs := slices.Clone(c.procs)
 		c.mu.Unlock()
 		for _, p := range procs {
-			if done, err := p.exited(); done {
+			if done, err := p.exited(); done && !c.willRestart(p) {
 				return c.startError(p.component, fmt.Errorf("exited (%s) while waiting for %s %s; last check: %v",
 					exitDescription(err), owner.component, what, last))
 			}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/x509"
 	"errors"
 	"net"
@@ -309,6 +310,54 @@ func TestIsPortConflict(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := isPortConflict(tc.err); got != tc.want {
 				t.Errorf("isPortConflict = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWaitOutlivesKwokCrash starts a stand-in kwok that dies at once on its first run (as kwok v0.8.0
+// can, of a data race while it loads its stages) and stays up on the second: waiting for it goes on
+// across the restart, and a stand-in for any other component that dies fails the wait.
+func TestWaitOutlivesKwokCrash(t *testing.T) {
+	cases := map[string]struct {
+		comp    Component
+		wantErr string
+	}{
+		"kwok is restarted":        {comp: Kwok},
+		"another component is not": {comp: ControllerManager, wantErr: "kube-controller-manager: exited (exit status 2)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			ran := filepath.Join(dir, "ran-once")
+			up := filepath.Join(dir, "up")
+			script := filepath.Join(dir, "component")
+			body := "#!/bin/sh\nif [ ! -e " + ran + " ]; then touch " + ran + "; echo 'fatal error: concurrent map writes'; exit 2; fi\n" +
+				"touch " + up + "\nexec sleep 60\n"
+			if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			c := &Cluster{cfg: newConfig(nil), RunDir: dir}
+			c.bins.paths = map[Component]string{tc.comp: script}
+			t.Cleanup(func() { _ = c.stopProcesses(false) })
+
+			p, err := c.launch(tc.comp, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.waitFor(t.Context(), p, "its second run", func(context.Context) error {
+				_, err := os.Stat(up)
+				return err
+			})
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && !strings.Contains(got, tc.wantErr) {
+				t.Fatalf("wait: %v, want an error containing %q", err, tc.wantErr)
 			}
 		})
 	}
