@@ -10,16 +10,17 @@
 //	Welcome demo/alice: Ready=True (Reconciled) all 3 children ready
 //	Last written 2026-12-06T10:05:00Z, by a reconcile for: changed
 //	NODE        DEPENDS ON  KIND        NAME        READY  WRITTEN               FOR      CHECK                REASON
-//	page                    ConfigMap   demo/alice  True   2026-12-06T10:00:00Z  created  exists
+//	page                    ConfigMap   demo/alice  True   2026-12-06T10:05:00Z  changed  exists
 //	service                 Service     demo/alice  True   2026-12-06T10:00:00Z  created  ServiceReady
-//	deployment  page        Deployment  demo/alice  True   2026-12-06T10:05:00Z  changed  DeploymentAvailable
+//	deployment  page        Deployment  demo/alice  True   2026-12-06T10:05:00Z  -        DeploymentAvailable
 //
 // WRITTEN is the child's last server-side apply, from its managedFields (the operator writes children
 // only by applying; -o json names the field manager too). FOR is why the reconcile that wrote it ran,
 // from the annotation convergo.dev/written-for the Reconciler puts into each write it makes anyway:
 // created, changed (the owner's spec, labels or annotations), child or watch and the object that
-// changed, start-up, requeue, interval, external, poll, retry, shard. The line above the table names
-// the last write's.
+// changed, start-up, requeue, interval, external, poll, retry, shard. A Deployment carries none (the
+// Deployment controller copies its annotations to its ReplicaSets, so each change would cost a
+// write). The line above the table names the last write.
 //
 // The resource is a resource name as kubectl takes it (plural, singular or short, optionally with its
 // group: welcomes.web.convergo.dev). The children are the objects of every kind the user may list

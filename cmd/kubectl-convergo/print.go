@@ -38,8 +38,12 @@ func printTable(w io.Writer, t *Tree) error {
 	if _, err := fmt.Fprintln(w, owner); err != nil {
 		return fmt.Errorf("print tree: %w", err)
 	}
-	if last := lastWritten(t.Children); last != nil && last.WrittenFor != "" {
-		if _, err := fmt.Fprintf(w, "Last written %s, by a reconcile for: %s\n", last.Written.Time.Format(time.RFC3339), last.WrittenFor); err != nil {
+	if last := lastWritten(t.Children); last != nil {
+		line := "Last written " + last.Written.Time.Format(time.RFC3339)
+		if last.WrittenFor != "" {
+			line += ", by a reconcile for: " + last.WrittenFor
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
 			return fmt.Errorf("print tree: %w", err)
 		}
 	}

@@ -26,17 +26,33 @@ func TestPrintTable(t *testing.T) {
 						Written: &Write{Manager: "welcome", Time: time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)}, WrittenFor: "created"},
 					{Node: "deployment", DependsOn: []string{"page", "secret"}, Kind: "Deployment", Namespace: "demo", Name: "alice",
 						Check: "DeploymentAvailable", Reason: "1/2 replicas available",
-						Written: &Write{Manager: "welcome", Time: time.Date(2026, 12, 6, 10, 5, 0, 0, time.UTC)}, WrittenFor: "changed"},
+						Written: &Write{Manager: "welcome", Time: time.Date(2026, 12, 6, 10, 5, 0, 0, time.UTC)}},
 					{Kind: "ClusterRole", Name: "alice-reader", Ready: true, Check: "exists"},
 				},
 			},
 			want: `Welcome demo/alice: Ready=False (WaitingForDependencies) deployment: 1/2 replicas available
-Last written 2026-12-06T10:05:00Z, by a reconcile for: changed
+Last written 2026-12-06T10:05:00Z
 NODE        DEPENDS ON   KIND         NAME          READY  WRITTEN               FOR      CHECK                REASON
 page                     ConfigMap    demo/alice    True   2026-12-06T10:00:00Z  created  exists
-deployment  page,secret  Deployment   demo/alice    False  2026-12-06T10:05:00Z  changed  DeploymentAvailable  1/2 replicas available
+deployment  page,secret  Deployment   demo/alice    False  2026-12-06T10:05:00Z  -        DeploymentAvailable  1/2 replicas available
 <none>                   ClusterRole  alice-reader  True   -                     -        exists
 <none>: the child records no graph node (applied without a Graph, or not reconciled since an upgrade); listed last.
+`,
+		},
+		"the last write with its trigger": {
+			tree: Tree{Owner: welcome,
+				Children: []Child{
+					{Node: "page", Kind: "ConfigMap", Namespace: "demo", Name: "alice", Ready: true, Check: "exists",
+						Written: &Write{Manager: "welcome", Time: time.Date(2026, 12, 6, 10, 7, 0, 0, time.UTC)}, WrittenFor: "changed"},
+					{Node: "deployment", DependsOn: []string{"page"}, Kind: "Deployment", Namespace: "demo", Name: "alice", Ready: true,
+						Check: "DeploymentAvailable", Written: &Write{Manager: "welcome", Time: time.Date(2026, 12, 6, 10, 5, 0, 0, time.UTC)}},
+				},
+			},
+			want: `Welcome demo/alice: no Ready condition
+Last written 2026-12-06T10:07:00Z, by a reconcile for: changed
+NODE        DEPENDS ON  KIND        NAME        READY  WRITTEN               FOR      CHECK                REASON
+page                    ConfigMap   demo/alice  True   2026-12-06T10:07:00Z  changed  exists
+deployment  page        Deployment  demo/alice  True   2026-12-06T10:05:00Z  -        DeploymentAvailable
 `,
 		},
 		"external objects after the children": {

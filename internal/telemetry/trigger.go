@@ -5,7 +5,8 @@ import "context"
 // WrittenForAnnotation is the annotation on each child the Applier writes while a Reconciler's
 // reconcile runs: that reconcile's trigger ("changed", "child ConfigMap demo/alice", ...). It goes
 // only into writes that happen anyway and is not part of the child's intent, so it never causes a
-// write; `kubectl convergo tree` shows it beside the time of the write.
+// write; `kubectl convergo tree` shows it beside the time of the write. Deployments do not carry it
+// (see apply's writtenFor).
 const WrittenForAnnotation = "convergo.dev/written-for"
 
 type triggerKey struct{}

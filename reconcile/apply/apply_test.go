@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/convergo-dev/convergo/internal/telemetry"
 	"github.com/convergo-dev/convergo/ownership"
 	"github.com/convergo-dev/convergo/reconcile/internal/applytest"
 	"github.com/convergo-dev/convergo/reconcile/internal/intent"
@@ -694,6 +695,28 @@ func TestNewApplierRefusesNilReader(t *testing.T) {
 			}()
 			if diff := cmp.Diff(tc.wantPanic, got, cmpopts.EquateErrors()); diff != "" {
 				t.Errorf("panic (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestWrittenFor checks which writes carry the reconcile's trigger: all but a Deployment's, whose
+// annotations the Deployment controller copies to its ReplicaSets (each change would cost a write).
+func TestWrittenFor(t *testing.T) {
+	ctx := telemetry.WithTrigger(t.Context(), "child", "ConfigMap ns/x")
+	cases := map[string]struct {
+		gvk  schema.GroupVersionKind
+		want string
+	}{
+		"ConfigMap":                      {gvk: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, want: "child ConfigMap ns/x"},
+		"StatefulSet":                    {gvk: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, want: "child ConfigMap ns/x"},
+		"Deployment":                     {gvk: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}},
+		"a custom kind named Deployment": {gvk: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Deployment"}, want: "child ConfigMap ns/x"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, writtenFor(ctx, tc.gvk)); diff != "" {
+				t.Errorf("written-for (-want +got):\n%s", diff)
 			}
 		})
 	}

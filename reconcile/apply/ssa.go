@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,7 +45,7 @@ func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuar
 	if _, err := c.intentHash(); err != nil { // for the record of the write
 		return nil, err
 	}
-	body, err := applyBody(c.intent, g, telemetry.WrittenFor(ctx))
+	body, err := applyBody(c.intent, g, writtenFor(ctx, c.gvk))
 	if err != nil {
 		return nil, fmt.Errorf("apply %s: %w", c.describe(), err)
 	}
@@ -66,6 +67,17 @@ func (a *Applier) serverSideApply(ctx context.Context, c *applyCall, g applyGuar
 // schema keeps unknown fields), and a body encoded from a map has none. That second parse was 2% of
 // the API server's CPU while the bench's operator created its children.
 const applyValidation = client.FieldValidation(metav1.FieldValidationIgnore)
+
+// writtenFor returns the value of telemetry.WrittenForAnnotation for a write of a gvk child under ctx,
+// "" for none. A Deployment gets none: the Deployment controller copies a Deployment's annotations to
+// its ReplicaSets, so an annotation that changes with each reconcile's trigger would cost it a
+// ReplicaSet write (and often a conflict) for every write of ours.
+func writtenFor(ctx context.Context, gvk schema.GroupVersionKind) string {
+	if gvk.Group == "apps" && gvk.Kind == "Deployment" {
+		return ""
+	}
+	return telemetry.WrittenFor(ctx)
+}
 
 // applyBody returns the JSON of intent as an apply patch guarded by g: with the create-only
 // resourceVersion, or with the UID of the object it may change; and, when why is not empty (the
