@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -44,5 +45,37 @@ func TestApplyBody(t *testing.T) {
 		if diff := cmp.Diff([]string(nil), bad); diff != "" {
 			t.Errorf("%s: fields an intent leaves out (-want +got):\n%s", content["kind"], diff)
 		}
+	}
+}
+
+// TestOrder checks that the methods take turns create, apply, apply, create over pairs of batches.
+func TestOrder(t *testing.T) {
+	var got []string
+	for i := range 4 {
+		got = append(got, order(i)...)
+	}
+	want := []string{"create", "apply", "apply", "create", "create", "apply", "apply", "create"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+// TestReport checks that each method's cost is its total over its batches per object, not a mean of
+// the batches' figures.
+func TestReport(t *testing.T) {
+	samples := []sample{
+		{method: "create", apiServer: 300 * time.Millisecond, etcd: 30 * time.Millisecond, objects: 300},
+		{method: "apply", apiServer: 600 * time.Millisecond, etcd: 90 * time.Millisecond, objects: 300},
+		{method: "apply", apiServer: 900 * time.Millisecond, etcd: 90 * time.Millisecond, objects: 300},
+		{method: "create", apiServer: 600 * time.Millisecond, etcd: 30 * time.Millisecond, objects: 300},
+	}
+	want := `
+| per object (all measured batches) | create | apply | apply/create |
+|---|---:|---:|---:|
+| kube-apiserver CPU (ms) | 1.50 | 2.50 | 1.67 |
+| etcd CPU (ms) | 0.10 | 0.30 | 3.00 |
+`
+	if diff := cmp.Diff(want, report(samples)); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
 	}
 }
