@@ -130,11 +130,7 @@ func report(samples []sample) string {
 // measure writes n objects of each kind into ns by method and returns what the API server and etcd
 // spent meanwhile.
 func measure(ctx context.Context, c *cluster.Cluster, cl client.Client, method, ns string, n, workers int) (sample, error) {
-	apiBefore, err := c.CPUTime(cluster.APIServer)
-	if err != nil {
-		return sample{}, err
-	}
-	etcdBefore, err := c.CPUTime(cluster.Etcd)
+	before, err := serverCPU(c)
 	if err != nil {
 		return sample{}, err
 	}
@@ -161,17 +157,26 @@ func measure(ctx context.Context, c *cluster.Cluster, cl client.Client, method, 
 		return sample{}, err
 	}
 	wall := time.Since(begin)
-	apiAfter, err := c.CPUTime(cluster.APIServer)
-	if err != nil {
-		return sample{}, err
-	}
-	etcdAfter, err := c.CPUTime(cluster.Etcd)
+	after, err := serverCPU(c)
 	if err != nil {
 		return sample{}, err
 	}
 	objects := 3 * n
-	return sample{method: method, apiServer: apiAfter - apiBefore, etcd: etcdAfter - etcdBefore, wall: wall,
+	return sample{method: method, apiServer: after[0] - before[0], etcd: after[1] - before[1], wall: wall,
 		objects: objects, meanLatency: latency / time.Duration(objects), bytesSent: sent}, nil
+}
+
+// serverCPU is the CPU time kube-apiserver and etcd have used so far, in that order.
+func serverCPU(c *cluster.Cluster) ([2]time.Duration, error) {
+	var used [2]time.Duration
+	for i, comp := range []cluster.Component{cluster.APIServer, cluster.Etcd} {
+		d, err := c.CPUTime(comp)
+		if err != nil {
+			return used, fmt.Errorf("cpu time of %s: %w", comp, err)
+		}
+		used[i] = d
+	}
+	return used, nil
 }
 
 // write creates obj by method and returns the size of the body sent (for apply; 0 for create).
