@@ -33,12 +33,16 @@ $(CONTROLLER_GEN):
 tools: $(CONTROLLER_GEN) ## Install the pinned tools into ./bin.
 
 # need-command: nothing when the command $(1) is on PATH; else, as root with apt-get, installs Debian's
-# package $(2); else stops with the command to run. $(3) says what needs it.
+# package $(2); else stops with the command to run. $(3) says what needs it. Installs from makes run side
+# by side (make test twice on a fresh machine) queue on one lock and each looks again once it holds it,
+# so the second finds what the first installed instead of failing on the package manager's lock.
 define need-command
 @command -v $(1) >/dev/null 2>&1 || { \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  echo "installing Debian's $(2) ($(3))"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) && command -v $(1) >/dev/null; \
+	  flock /var/lock/convergo-apt.lock sh -c 'command -v $(1) >/dev/null 2>&1 || { apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq $(2); }' && \
+	  command -v $(1) >/dev/null; \
 	else \
 	  echo "make $@: $(1) not found ($(3)); install it with: sudo apt-get install -y $(2)$(4)" >&2; exit 1; \
 	fi; }
