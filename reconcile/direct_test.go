@@ -222,6 +222,8 @@ func TestTimeInTheContract(t *testing.T) {
 			data: map[string]string{"requeue": "90s"}, want: got{RequeueAfter: "1m30s"}},
 		"a hook asks, then fails": {data: map[string]string{"requeue": "90s", "fail": "database unreachable"},
 			want: got{RequeueAfter: "1m30s"}},
+		"the failure hook asks": {data: map[string]string{"fail": "database unreachable", "failed-requeue": "45s"},
+			want: got{RequeueAfter: "45s"}},
 		"a hook asks, then fails terminally": {data: map[string]string{"requeue": "90s", "terminal": "quota exhausted"},
 			want: got{RequeueAfter: "0s", Terminal: true, Stalled: "True/TerminalError"}},
 		"a terminal error": {data: map[string]string{"terminal": "quota exhausted"},
@@ -256,7 +258,7 @@ func TestTimeInTheContract(t *testing.T) {
 
 // newTimedEnv is newDirectEnv whose children hook reads spec.data: "requeue" (a duration it asks for
 // with RequeueAfter), "fail" (a transient error's text), "terminal" (a TerminalError's text) and
-// "invalid" (an Invalid's).
+// "invalid" (an Invalid's); its Failed hook asks for "failed-requeue" (a duration) with RequeueAfter.
 func newTimedEnv(t *testing.T, opts ...reconcile.ReconcilerOption) *directEnv {
 	t.Helper()
 	e := newDirectEnv(t)
@@ -275,6 +277,11 @@ func newTimedEnv(t *testing.T, opts ...reconcile.ReconcilerOption) *directEnv {
 				return nil, reconcile.Invalid("%s", msg)
 			}
 			return graph.New(), nil
+		},
+		Failed: func(ctx context.Context, w *testapi.Widget, _ error) {
+			if d, err := time.ParseDuration(w.Spec.Data["failed-requeue"]); err == nil {
+				reconcile.RequeueAfter(ctx, d)
+			}
 		},
 	}, opts...)
 	return e
