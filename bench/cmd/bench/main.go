@@ -73,7 +73,8 @@ var implementations = map[string]bench.Implementation{
 	// where the time goes into waiting for the API server (-impl convergo,expert,convergo-8).
 	"convergo-8": {
 		Name: "convergo-8", Setup: controller.Setup(workers(8)), Cache: controller.CacheOptions,
-		Description: "examples/welcome with 8 workers (MaxConcurrentReconciles 8 through reconcile.WithControllerOptions)",
+		Install:     installFinalizerPolicy,
+		Description: "examples/welcome with 8 workers (MaxConcurrentReconciles 8 through reconcile.WithControllerOptions), besides its places for deletions",
 	},
 	// Not measured by default: Convergo's operator as shipped but with as many workers as
 	// kube-controller-manager's garbage collector (--concurrent-gc-syncs, 20 by default), which does
