@@ -74,6 +74,7 @@ func medianPhase(ps []Phase) Phase {
 		Writes:             medianMap(ps, func(p Phase) map[string]int { return p.Writes }),
 		Reconciles:         medianInt(ps, func(p Phase) int { return p.Reconciles }),
 		ReconcileSeconds:   medianOf(ps, func(p Phase) float64 { return p.ReconcileSeconds }),
+		PlaceWaitSeconds:   medianOf(ps, func(p Phase) float64 { return p.PlaceWaitSeconds }),
 		MeanLatencySeconds: medianFloatMap(ps, func(p Phase) map[string]float64 { return p.MeanLatencySeconds }),
 		ServerCPUSeconds:   medianFloatMap(ps, func(p Phase) map[string]float64 { return p.ServerCPUSeconds }),
 		ServerCPUAboveIdleSeconds: medianFloatMap(ps, func(p Phase) map[string]float64 {

@@ -15,14 +15,17 @@ import (
 const (
 	reconcileTotalMetric = "controller_runtime_reconcile_total"
 	reconcileTimeMetric  = "controller_runtime_reconcile_time_seconds"
+	// placeWaitMetric is Convergo's: the part of a reconcile's time spent waiting for a place in
+	// its lane (controller-runtime's reconcile time includes it).
+	placeWaitMetric = "convergo_reconcile_wait_seconds"
 )
 
 // reconcileStats is what the controllers of the process have done so far.
 type reconcileStats struct {
 	// count is the number of finished reconciles.
 	count int
-	// seconds is the time spent in them.
-	seconds float64
+	// seconds is the time spent in them; waitSeconds the part of it spent waiting for a place.
+	seconds, waitSeconds float64
 }
 
 // reconciles returns the reconcile statistics of every controller of the process, from
@@ -102,13 +105,14 @@ func countOf(c prometheus.Collector) (int, error) {
 	return int(total), err
 }
 
-// statsFrom sums the reconcile_total counters and reconcile_time_seconds histograms gathered from g.
+// statsFrom sums the reconcile_total counters and the reconcile_time_seconds and
+// convergo_reconcile_wait_seconds histograms gathered from g.
 func statsFrom(g prometheus.Gatherer) (reconcileStats, error) {
 	families, err := g.Gather()
 	if err != nil {
 		return reconcileStats{}, fmt.Errorf("gather controller metrics: %w", err)
 	}
-	var total, seconds float64
+	var total, seconds, wait float64
 	for _, f := range families {
 		switch f.GetName() {
 		case reconcileTotalMetric:
@@ -119,7 +123,11 @@ func statsFrom(g prometheus.Gatherer) (reconcileStats, error) {
 			for _, m := range f.GetMetric() {
 				seconds += m.GetHistogram().GetSampleSum()
 			}
+		case placeWaitMetric:
+			for _, m := range f.GetMetric() {
+				wait += m.GetHistogram().GetSampleSum()
+			}
 		}
 	}
-	return reconcileStats{count: int(total), seconds: seconds}, nil
+	return reconcileStats{count: int(total), seconds: seconds, waitSeconds: wait}, nil
 }

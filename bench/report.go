@@ -35,6 +35,9 @@ type Phase struct {
 	// ReconcileSeconds is the time the manager spent in those reconciles (controller-runtime's
 	// reconcile_time_seconds), in total over its workers.
 	ReconcileSeconds float64 `json:"reconcileSeconds"`
+	// PlaceWaitSeconds is the part of ReconcileSeconds that reconciles spent waiting for a place in
+	// their lane (Convergo's convergo_reconcile_wait_seconds; 0 for the others).
+	PlaceWaitSeconds float64 `json:"placeWaitSeconds,omitempty"`
 	// MeanLatencySeconds is the mean time per verb from sending a request to its response headers.
 	MeanLatencySeconds map[string]float64 `json:"meanLatencySeconds,omitempty"`
 	// DrainedSeconds is, for delete, the time from the start of the phase until the garbage
@@ -334,6 +337,9 @@ func (r *Report) Rows() []Row {
 		}
 		add(ph.name+": reconciles", "per CR", func(x Result) float64 { return float64(get(x).Reconciles) / n })
 		add(ph.name+": time in reconciles", "ms per CR", func(x Result) float64 { return get(x).ReconcileSeconds * 1000 / n })
+		if r.anyResult(func(x Result) bool { return get(x).PlaceWaitSeconds > 0 }) {
+			add(ph.name+": of which waiting for a place", "ms per CR", func(x Result) float64 { return get(x).PlaceWaitSeconds * 1000 / n })
+		}
 		for _, comp := range cpuComponents {
 			if r.anyResult(func(x Result) bool { _, ok := get(x).ServerCPUSeconds[comp]; return ok }) {
 				add(ph.name+": "+comp+" CPU", "ms per CR", func(x Result) float64 { return get(x).ServerCPUSeconds[comp] * 1000 / n })

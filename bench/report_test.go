@@ -834,3 +834,35 @@ func TestRestartTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestPlaceWaitRow: the report says how much of the time in reconciles was spent waiting for a place
+// when an implementation waited at all, and has no such row otherwise.
+func TestPlaceWaitRow(t *testing.T) {
+	cases := map[string]struct {
+		wait    float64 // seconds waited in convergo's converge
+		wantRow bool
+	}{
+		"waited":       {wait: 2.5, wantRow: true},
+		"never waited": {wait: 0, wantRow: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := sampleReport()
+			r.Results[0].Converge.PlaceWaitSeconds = tc.wait
+			var got *Row
+			for _, row := range r.Rows() {
+				if row.Metric == "converge: of which waiting for a place" {
+					got = &row
+				}
+			}
+			if diff := cmp.Diff(tc.wantRow, got != nil); diff != "" {
+				t.Fatalf("row present (-want +got):\n%s", diff)
+			}
+			if got != nil {
+				if diff := cmp.Diff(map[string]float64{"convergo": tc.wait * 1000 / float64(r.N), "baseline": 0}, got.Values); diff != "" {
+					t.Errorf("row values (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}

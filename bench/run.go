@@ -807,6 +807,7 @@ func (r *run) measureEvery(ctx context.Context, name string, every time.Duration
 	reqs := r.counter.Snapshot()
 	p := NewPhase(reqs, elapsed, max(last.Sub(start), elapsed), recAfter.count-recBefore.count)
 	p.ReconcileSeconds = recAfter.seconds - recBefore.seconds
+	p.PlaceWaitSeconds = recAfter.waitSeconds - recBefore.waitSeconds
 	p.MeanLatencySeconds = r.latency.means()
 	p.ServerCPUSeconds = cpuSince(cpuBefore, r.serverCPU())
 	p.ServerCPUAboveIdleSeconds = aboveIdle(p.ServerCPUSeconds, r.idle, time.Since(start))

@@ -216,21 +216,24 @@ func TestStatsFrom(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	total := prometheus.NewCounterVec(prometheus.CounterOpts{Name: reconcileTotalMetric, Help: "reconciles"}, []string{"controller", "result"})
 	seconds := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: reconcileTimeMetric, Help: "time"}, []string{"controller"})
+	wait := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: placeWaitMetric, Help: "wait"}, []string{"controller", "lane"})
 	other := prometheus.NewCounter(prometheus.CounterOpts{Name: "unrelated_total", Help: "other"})
-	reg.MustRegister(total, seconds, other)
+	reg.MustRegister(total, seconds, wait, other)
 	total.WithLabelValues("welcome", "success").Add(5)
 	total.WithLabelValues("welcome", "error").Add(2)
 	total.WithLabelValues("welcome-baseline", "requeue").Add(1)
 	seconds.WithLabelValues("welcome").Observe(0.25)
 	seconds.WithLabelValues("welcome").Observe(0.5)
 	seconds.WithLabelValues("welcome-baseline").Observe(1)
+	wait.WithLabelValues("welcome", "others").Observe(0.125)
+	wait.WithLabelValues("welcome", "deleting").Observe(0.25)
 	other.Add(100)
 
 	got, err := statsFrom(reg)
 	if err != nil {
 		t.Fatalf("statsFrom: %v", err)
 	}
-	if diff := cmp.Diff(reconcileStats{count: 8, seconds: 1.75}, got, cmp.AllowUnexported(reconcileStats{})); diff != "" {
+	if diff := cmp.Diff(reconcileStats{count: 8, seconds: 1.75, waitSeconds: 0.375}, got, cmp.AllowUnexported(reconcileStats{})); diff != "" {
 		t.Errorf("statsFrom (-want +got):\n%s", diff)
 	}
 }

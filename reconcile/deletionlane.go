@@ -22,13 +22,17 @@ import (
 // calls, and Reconcilers without WithDeletionConcurrency).
 type workerGate struct {
 	others, deleting chan struct{}
-	onWait           func() // called when a reconcile starts to wait for a place; for tests
+	// waited, when set, is told each place taken: its lane and how long the reconcile waited for it
+	// (0 when one was free). controller-runtime's reconcile time includes that wait.
+	waited func(deleting bool, d time.Duration)
+	now    func() time.Time
+	onWait func() // called when a reconcile starts to wait for a place; for tests
 }
 
 // newWorkerGate returns a gate with others places for the objects not being deleted and deleting for
 // those being deleted.
 func newWorkerGate(others, deleting int) *workerGate {
-	return &workerGate{others: make(chan struct{}, others), deleting: make(chan struct{}, deleting)}
+	return &workerGate{others: make(chan struct{}, others), deleting: make(chan struct{}, deleting), now: time.Now}
 }
 
 // enter takes a place in the lane of a reconcile of an object being deleted (deleting) or not,
@@ -44,17 +48,27 @@ func (g *workerGate) enter(ctx context.Context, deleting bool) (release func(), 
 	}
 	select {
 	case lane <- struct{}{}:
+		g.took(deleting, 0)
 		return func() { <-lane }, false, nil
 	default:
 	}
+	start := g.now()
 	if g.onWait != nil {
 		g.onWait()
 	}
 	select {
 	case lane <- struct{}{}:
+		g.took(deleting, g.now().Sub(start))
 		return func() { <-lane }, true, nil
 	case <-ctx.Done():
 		return nil, true, fmt.Errorf("wait for a reconcile place: %w", ctx.Err())
+	}
+}
+
+// took tells waited that a place in the deleting lane (or the others') was taken after a wait of d.
+func (g *workerGate) took(deleting bool, d time.Duration) {
+	if g.waited != nil {
+		g.waited(deleting, d)
 	}
 }
 

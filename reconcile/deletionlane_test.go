@@ -3,11 +3,15 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -201,4 +205,60 @@ func canceled(t *testing.T) context.Context {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	return ctx
+}
+
+// gateWaitRuns numbers the runs of TestGateTellsWaits (go test -count).
+var gateWaitRuns atomic.Int64
+
+// TestGateTellsWaits: every place taken is recorded in convergo_reconcile_wait_seconds under its
+// lane, with the time the reconcile waited for it (0 when a place was free).
+func TestGateTellsWaits(t *testing.T) {
+	controller := fmt.Sprintf("gate-waits-%d", gateWaitRuns.Add(1)) // the histogram is the process's
+	m := newReconcilerMetrics(controller)
+	g := newWorkerGate(1, 1)
+	g.waited = m.placeTaken
+	var ticks time.Duration
+	g.now = func() time.Time { ticks += time.Second; return time.Unix(0, 0).Add(ticks) } // a second per look
+	waiting := make(chan struct{})
+	g.onWait = func() { close(waiting) }
+
+	hold, _, err := g.enter(t.Context(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan error)
+	go func() {
+		release, _, err := g.enter(t.Context(), false)
+		if err == nil {
+			release()
+		}
+		entered <- err
+	}()
+	<-waiting
+	hold()
+	if err := <-entered; err != nil {
+		t.Fatal(err)
+	}
+	release, _, err := g.enter(t.Context(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+
+	type observed struct {
+		Count uint64
+		Sum   float64
+	}
+	got := map[string]observed{}
+	for _, lane := range []string{laneOthers, laneDeleting} {
+		var out dto.Metric
+		if err := placeWaitSeconds.WithLabelValues(controller, lane).(prometheus.Metric).Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		got[lane] = observed{out.GetHistogram().GetSampleCount(), out.GetHistogram().GetSampleSum()}
+	}
+	want := map[string]observed{laneOthers: {Count: 2, Sum: 1}, laneDeleting: {Count: 1, Sum: 0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("convergo_reconcile_wait_seconds by lane (-want +got):\n%s", diff)
+	}
 }

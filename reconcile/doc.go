@@ -29,7 +29,9 @@
 // they are; sharding (WithSharding, package sharding) makes several replicas active, each on its share.
 //
 // A Reconciler runs 4 workers and 20 more places for objects being deleted unless told otherwise
-// (MaxConcurrentReconciles in WithControllerOptions, WithDeletionConcurrency). Every reconcile is an
+// (MaxConcurrentReconciles in WithControllerOptions, WithDeletionConcurrency); the time a reconcile
+// waits for a place is in convergo_reconcile_wait_seconds, and in controller-runtime's reconcile time.
+// Every reconcile is an
 // OpenTelemetry span, with why it ran (its trigger) and what each graph node did; tracing is off until
 // the program sets a tracer provider (WithTracerProvider, or OpenTelemetry's global one).
 //

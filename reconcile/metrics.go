@@ -63,6 +63,13 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.05, 3, 10), // 50 ms to about 16 min
 	}, []string{"controller"})
 
+	placeWaitSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "convergo_reconcile_wait_seconds",
+		Help: "Time a reconcile waited for a place in its lane (deleting: objects being deleted; others), by controller. " +
+			"controller-runtime's controller_runtime_reconcile_time_seconds includes it.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms to about 4 min
+	}, []string{"controller", "lane"})
+
 	objectsByCondition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "convergo_objects",
 		Help: "Objects by controller and the condition that is True after their last reconcile: Ready, Reconciling, Stalled (none: Unknown).",
@@ -76,7 +83,7 @@ var (
 func registerMetrics() {
 	registerMetricsOnce.Do(func() {
 		telemetry.Register(childOperationsTotal, reconcileResultsTotal, finalizingObjects, deletionStepsTotal, reconcileTriggersTotal,
-			nodeWritesTotal, driftRepairsTotal, deletionSeconds, objectsByCondition)
+			nodeWritesTotal, driftRepairsTotal, deletionSeconds, placeWaitSeconds, objectsByCondition)
 	})
 }
 
@@ -99,6 +106,22 @@ func (m *reconcilerMetrics) nodeWrite(node, op string) {
 
 func (m *reconcilerMetrics) driftRepair(node string) {
 	driftRepairsTotal.WithLabelValues(m.controller, node).Inc()
+}
+
+// Lanes of convergo_reconcile_wait_seconds.
+const (
+	laneDeleting = "deleting"
+	laneOthers   = "others"
+)
+
+// placeTaken records in convergo_reconcile_wait_seconds that a reconcile waited d for a place in the
+// deleting lane or the others'.
+func (m *reconcilerMetrics) placeTaken(deleting bool, d time.Duration) {
+	lane := laneOthers
+	if deleting {
+		lane = laneDeleting
+	}
+	placeWaitSeconds.WithLabelValues(m.controller, lane).Observe(d.Seconds())
 }
 
 func (m *reconcilerMetrics) deleted(after time.Duration) {

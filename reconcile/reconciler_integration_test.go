@@ -690,6 +690,11 @@ func TestIntegrationReconcilerDeletionConcurrency(t *testing.T) {
 			t.Errorf("%s-config still exists after finalization (get: %v)", w.Name, err)
 		}
 	}
+	// Every place taken is in convergo_reconcile_wait_seconds, under its lane: each deleted Widget took
+	// a deletion place at least once.
+	if n := metricValue(t, "convergo_reconcile_wait_seconds", map[string]string{"controller": wt.name, "lane": "deleting"}); n < deleting {
+		t.Errorf("deletion places recorded in convergo_reconcile_wait_seconds: %v, want at least %d", n, deleting)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if diff := cmp.Diff(deleting, most); diff != "" {

@@ -183,6 +183,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr manager.Manager) error {
 	opts.MaxConcurrentReconciles = others
 	if r.deletionConc > 0 {
 		r.gate = newWorkerGate(others, r.deletionConc)
+		r.gate.waited = r.metrics.placeTaken
 		opts.MaxConcurrentReconciles = others + r.deletionConc
 	}
 	b := builder.ControllerManagedBy(mgr).

@@ -19,9 +19,9 @@ import (
 //   - no object keeps its managedFields (nothing in Convergo reads them; they are often half of an
 //     object's size), and the cached objects share one copy of each label and annotation key (in
 //     their metadata, pod templates and selectors), namespace, owner reference API version and kind,
-//     and of the values that name an application or an owner's kind, group and namespace (the
-//     app.kubernetes.io labels but the instance, the tracking marks but the owner's UID and name),
-//     instead of one per object;
+//     and of the values that name an application, an owner's kind, group and namespace, or graph
+//     nodes (the app.kubernetes.io labels but the instance, the tracking marks but the owner's UID
+//     and name, the node and depends-on marks), instead of one per object;
 //   - the informers of the child kinds given list and watch only objects carrying the tracking label
 //     convergo.dev/owner-uid, which every child the Applier writes carries: the API server filters, so
 //     objects of those kinds that are not a Convergo child cost neither memory nor events.

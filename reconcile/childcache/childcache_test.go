@@ -101,7 +101,10 @@ func TestConfigureSharesKeys(t *testing.T) {
 		return &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "web", Namespace: own("team-a"), Labels: labels,
-				Annotations:     map[string]string{own("convergo.dev/owner-namespace"): own("team-a")},
+				Annotations: map[string]string{
+					own("convergo.dev/owner-namespace"): own("team-a"), own("convergo.dev/node"): own("deployment"),
+					own("convergo.dev/depends-on"): own("page"), own("convergo.dev/intent-hash"): own("7ab2220a4a086d08bd1c"),
+				},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: own("web.convergo.dev/v1"), Kind: own("Welcome"), Name: "alice", UID: "u"}},
 			},
 			Spec: appsv1.DeploymentSpec{
@@ -126,7 +129,10 @@ func TestConfigureSharesKeys(t *testing.T) {
 		{name: "namespace", at: func(d *appsv1.Deployment) string { return d.Namespace }, shared: true},
 		{name: "owner API version", at: func(d *appsv1.Deployment) string { return d.OwnerReferences[0].APIVersion }, shared: true},
 		{name: "owner kind", at: func(d *appsv1.Deployment) string { return d.OwnerReferences[0].Kind }, shared: true},
+		{name: "node value", at: func(d *appsv1.Deployment) string { return d.Annotations["convergo.dev/node"] }, shared: true},
+		{name: "depends-on value", at: func(d *appsv1.Deployment) string { return d.Annotations["convergo.dev/depends-on"] }, shared: true},
 		{name: "instance label value", at: func(d *appsv1.Deployment) string { return d.Labels["app.kubernetes.io/instance"] }, shared: false},
+		{name: "intent hash value", at: func(d *appsv1.Deployment) string { return d.Annotations["convergo.dev/intent-hash"] }, shared: false},
 	}
 	var objs []*appsv1.Deployment
 	for range 2 {

@@ -17,13 +17,16 @@ import (
 const maxSharedKeys = 4096
 
 // sharedValues are the label and annotation keys whose values repeat from object to object: the
-// tracking marks that name the owner's kind, group and namespace, and the app.kubernetes.io labels
-// that name an application rather than one instance of it. Their values are shared as keys are; the
-// values of any other key (an instance, a UID, a hash) are left alone.
+// tracking marks that name the owner's kind, group and namespace, the graph node a child is and the
+// nodes it depends on (the same for every owner of a graph), and the app.kubernetes.io labels that name
+// an application rather than one instance of it. Their values are shared as keys are; the values of
+// any other key (an instance, a UID, a hash) are left alone.
 var sharedValues = map[string]bool{
 	marks.OwnerKind:                true,
 	marks.OwnerGroup:               true,
 	marks.OwnerNamespace:           true,
+	marks.Node:                     true,
+	marks.DependsOn:                true,
 	"app.kubernetes.io/name":       true,
 	"app.kubernetes.io/component":  true,
 	"app.kubernetes.io/part-of":    true,
